@@ -1,0 +1,3 @@
+from healerd.cli.healerd_cmd import main
+
+main()

@@ -1,0 +1,193 @@
+"""The daemon's configuration (`--config FILE`, TOML), with defaults for every key.
+
+Durations accept seconds or s/m/h/d suffixes everywhere, so tests and demos can
+shrink a 24-hour window to seconds. Unknown sections or keys are refused with an
+error naming them, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from healerd import __version__
+from healerd.timeutil import parse_duration
+
+DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
+LADDER_RUNGS = ("memory", "builtin", "external")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class DaemonSection:
+    scrapers: int = 8
+    sources_dir: str | None = None
+    socket_group: str | None = None       # group allowed on the control socket (0660)
+    log_level: str = "INFO"
+    records_retention: int = 500          # records rows kept per source
+    politeness_delay: float = 1.0         # seconds between two requests to one host (robots crawl-delay wins)
+    jitter: float = 0.1                   # +-10 % on every schedule
+    tick: float = 0.2                     # scheduler tick, seconds
+
+
+@dataclass(frozen=True)
+class FetchSection:
+    timeout: float = 20.0
+    connect_timeout: float = 10.0
+    max_bytes: int = 10_000_000
+    user_agent: str = DEFAULT_USER_AGENT
+    per_host_concurrency: int = 2
+    respect_robots: bool = True
+
+
+@dataclass(frozen=True)
+class DoctorSection:
+    enabled: bool = True                  # feature flag: false = never heal, only alert
+    max_fix_attempts: int = 3
+    attempt_window: float = 86400.0
+    quarantine_for: float = 86400.0
+    systemic_threshold: int = 3
+    systemic_window: float = 3600.0
+    ladder: tuple[str, ...] = LADDER_RUNGS
+    dead_after: float = 7 * 86400.0
+    review_changes: int = 5               # more automatic parser changes than this ...
+    review_window: float = 7 * 86400.0    # ... in this window -> FLAGGED_FOR_REVIEW
+    timeout_backoff: float = 30.0         # first retry after a TIMEOUT; doubles, capped at the interval
+
+
+@dataclass(frozen=True)
+class HealerSection:
+    url: str = ""
+    token: str = ""
+    timeouts: tuple[float, ...] = (30.0, 45.0, 60.0, 90.0, 120.0)
+    kind: str = "code-healer"
+    model: str = ""
+    cycles: int = 5                        # external cycles per Doctor attempt, at most len(timeouts)
+    daily_budget_per_source: int = 10      # external calls per source per 24 h
+    daily_budget_total: int = 100          # external calls in total per 24 h
+
+
+@dataclass(frozen=True)
+class AlertsSection:
+    webhook: str = ""
+    dedupe_window: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Config:
+    daemon: DaemonSection = field(default_factory=DaemonSection)
+    fetch: FetchSection = field(default_factory=FetchSection)
+    doctor: DoctorSection = field(default_factory=DoctorSection)
+    healer: HealerSection = field(default_factory=HealerSection)
+    alerts: AlertsSection = field(default_factory=AlertsSection)
+
+    def with_env(self) -> "Config":
+        """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
+        healer = self.healer
+        if os.environ.get("CODE_HEALER_URL"):
+            healer = replace(healer, url=os.environ["CODE_HEALER_URL"])
+        if os.environ.get("CODE_HEALER_TOKEN"):
+            healer = replace(healer, token=os.environ["CODE_HEALER_TOKEN"])
+        return replace(self, healer=healer)
+
+
+_DURATIONS = {
+    ("daemon", "politeness_delay"), ("daemon", "tick"),
+    ("fetch", "timeout"), ("fetch", "connect_timeout"),
+    ("doctor", "attempt_window"), ("doctor", "quarantine_for"), ("doctor", "systemic_window"),
+    ("doctor", "dead_after"), ("doctor", "review_window"), ("doctor", "timeout_backoff"),
+    ("alerts", "dedupe_window"),
+}
+_SECTIONS = {"daemon": DaemonSection, "fetch": FetchSection, "doctor": DoctorSection,
+             "healer": HealerSection, "alerts": AlertsSection}
+
+
+def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
+    where = f"[{section}] {key}"
+    if (section, key) in _DURATIONS:
+        try:
+            return parse_duration(value, where)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if isinstance(default, int) and not isinstance(default, bool):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{where}: expected a whole number >= 0, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if isinstance(default, tuple):
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        if key == "timeouts":
+            try:
+                return tuple(parse_duration(v, where) for v in value)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        return tuple(value)
+    if default is None or isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def from_dict(data: dict) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError("the configuration must be a TOML table")
+    sections = {}
+    for name, value in data.items():
+        if name not in _SECTIONS:
+            raise ConfigError(f"[{name}]: unknown section (known: {', '.join(_SECTIONS)})")
+        if not isinstance(value, dict):
+            raise ConfigError(f"[{name}]: expected a table")
+        cls = _SECTIONS[name]
+        defaults = cls()
+        known = {f.name for f in fields(cls)}
+        kwargs = {}
+        for key, v in value.items():
+            if key not in known:
+                raise ConfigError(f"[{name}] {key}: unknown key (known: {', '.join(sorted(known))})")
+            kwargs[key] = _coerce(name, key, v, getattr(defaults, key))
+        sections[name] = cls(**kwargs)
+    cfg = Config(**sections)
+    _check(cfg)
+    return cfg
+
+
+def _check(cfg: Config) -> None:
+    bad = [r for r in cfg.doctor.ladder if r not in LADDER_RUNGS]
+    if bad:
+        raise ConfigError(f"[doctor] ladder: unknown rung {bad[0]!r} (known: {', '.join(LADDER_RUNGS)})")
+    if cfg.healer.kind not in ("code-healer", "openai"):
+        raise ConfigError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {cfg.healer.kind!r}")
+    if cfg.daemon.scrapers < 1:
+        raise ConfigError("[daemon] scrapers: at least 1")
+    if cfg.fetch.per_host_concurrency < 1:
+        raise ConfigError("[fetch] per_host_concurrency: at least 1")
+    if not cfg.healer.timeouts:
+        raise ConfigError("[healer] timeouts: at least one timeout")
+
+
+def load(path: str | None) -> Config:
+    """The configuration from `path` (None: all defaults), with the environment applied."""
+    if not path:
+        return Config().with_env()
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    return from_dict(data).with_env()

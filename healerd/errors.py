@@ -1,0 +1,13 @@
+"""The error classes a failed scrape is sorted into (Doctor spec + NETWORK and BLOCKED)."""
+
+HTTP_ERROR = "HTTP_ERROR"          # 4xx/5xx, redirect loop, oversized body
+PARSE_ERROR = "PARSE_ERROR"        # selectors match nothing / required fields null
+SCHEMA_MISMATCH = "SCHEMA_MISMATCH"  # data shape changed: types, item count, value shape
+TIMEOUT = "TIMEOUT"                # the page was too slow
+RATE_LIMIT = "RATE_LIMIT"          # 429 (Retry-After honoured)
+NETWORK = "NETWORK"                # DNS failure, connection refused/reset: never a reason to heal
+BLOCKED = "BLOCKED"                # bot challenge or login wall: never a reason to heal
+
+ALL = (HTTP_ERROR, PARSE_ERROR, SCHEMA_MISMATCH, TIMEOUT, RATE_LIMIT, NETWORK, BLOCKED)
+HEALABLE_BY_SELECTORS = (PARSE_ERROR, SCHEMA_MISMATCH)
+NEVER_HEAL = (NETWORK, BLOCKED, TIMEOUT, RATE_LIMIT)

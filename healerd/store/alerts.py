@@ -1,0 +1,40 @@
+"""The alerts table (the Alerter also writes <log-dir>/alerts.jsonl)."""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from healerd.store.db import rows, scalar
+from healerd.timeutil import iso
+
+
+def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:
+    with conn:
+        conn.execute("INSERT INTO alerts (ts, level, source, event, message, details) VALUES (?, ?, ?, ?, ?, ?)",
+                     (ts, alert["level"], alert.get("source"), alert["event"], alert["message"],
+                      json.dumps(alert.get("details") or {}, sort_keys=True)))
+        return conn.last_insert_rowid()
+
+
+def last_sent(conn: apsw.Connection, source: str | None, event: str) -> float | None:
+    return scalar(conn, "SELECT max(ts) FROM alerts WHERE source IS ? AND event = ?", (source, event))
+
+
+def since(conn: apsw.Connection, after_id: int = 0, limit: int = 200, source: str | None = None) -> list[dict]:
+    """Alerts with id > after_id, oldest first (the last `limit` of them when after_id is 0)."""
+    where, params = "WHERE id > ?", [after_id]
+    if source:
+        where += " AND source = ?"
+        params.append(source)
+    if after_id:
+        sql = f"SELECT * FROM alerts {where} ORDER BY id LIMIT ?"
+    else:
+        sql = f"SELECT * FROM (SELECT * FROM alerts {where} ORDER BY id DESC LIMIT ?) ORDER BY id"
+    params.append(limit)
+    return [
+        {"id": r["id"], "ts": iso(r["ts"]), "level": r["level"], "source": r["source"], "event": r["event"],
+         "message": r["message"], "details": json.loads(r["details"] or "{}")}
+        for r in rows(conn, sql, params)
+    ]

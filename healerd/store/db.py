@@ -1,0 +1,109 @@
+"""Opening the SQLite database and applying the schema.
+
+One apsw connection per thread: every actor that touches the database opens its
+own with `open_db`. Writes go through the StoreWriter actor's connection only
+(see docs/ARCHITECTURE.md); readers use their own connections, which WAL lets run
+beside the writer.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+import apsw
+import apsw.bestpractice
+
+from healerd.store import migrations
+
+DB_FILENAME = "healerd.db"
+BUSY_TIMEOUT_MS = 10_000
+
+_bestpractice_applied = False
+
+
+def schema_text() -> str:
+    """The schema shipped in the package (or, in a source checkout, the repo root's)."""
+    try:
+        packaged = resources.files("healerd").joinpath("schema.sql")
+        if packaged.is_file():
+            return packaged.read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        pass
+    root = Path(__file__).resolve().parents[2] / "schema.sql"
+    if root.is_file():
+        return root.read_text(encoding="utf-8")
+    raise RuntimeError("schema.sql is missing from the healerd package; reinstall healerd")
+
+
+def _apply_bestpractice() -> None:
+    global _bestpractice_applied
+    if not _bestpractice_applied:
+        apsw.bestpractice.apply(apsw.bestpractice.recommended)
+        _bestpractice_applied = True
+
+
+def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
+    """A configured connection: WAL, synchronous=NORMAL, foreign keys, busy timeout."""
+    _apply_bestpractice()
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    conn = apsw.Connection(str(path), flags=flags)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    with conn:
+        pass
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def open_db(path: str | os.PathLike) -> apsw.Connection:
+    """Open (creating if needed) the database and bring its schema to the newest version."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(path)
+    migrations.upgrade(conn, schema_text())
+    return conn
+
+
+def db_path(state_dir: str | os.PathLike) -> Path:
+    return Path(state_dir) / DB_FILENAME
+
+
+@contextmanager
+def transaction(conn: apsw.Connection):
+    """`with transaction(conn):` — one transaction, rolled back on any exception."""
+    with conn:
+        yield conn
+
+
+def rows(conn: apsw.Connection, sql: str, params=()) -> list[dict]:
+    """All rows of a query as dicts (the cursor is finished before returning)."""
+    cur = conn.execute(sql, params)
+    try:
+        desc = None
+        out = []
+        for row in cur:
+            if desc is None:
+                desc = [d[0] for d in cur.getdescription()]
+            out.append(dict(zip(desc, row)))
+        return out
+    finally:
+        cur.close()
+
+
+def row(conn: apsw.Connection, sql: str, params=()) -> dict | None:
+    found = rows(conn, sql, params)
+    return found[0] if found else None
+
+
+def scalar(conn: apsw.Connection, sql: str, params=()):
+    cur = conn.execute(sql, params)
+    try:
+        for r in cur:
+            return r[0]
+        return None
+    finally:
+        cur.close()

@@ -1,0 +1,88 @@
+"""fix_history: one row per fix attempt; the attempt window, success rate and recovery time."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import apsw
+
+from healerd.store.db import rows, scalar
+from healerd.timeutil import iso
+
+COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
+
+
+def record(conn: apsw.Connection, *, source_name: str, error_type: str, strategy: str, outcome: str, reason: str,
+           diagnosis_context: dict | None = None, patch: str | None = None, validation: dict | None = None,
+           deployed_to: str | None = None, version: int | None = None, fingerprint: str | None = None,
+           duration_ms: float | None = None, failure_started_at: float | None = None, now: float | None = None) -> int:
+    now = time.time() if now is None else now
+    with conn:
+        conn.execute(
+            "INSERT INTO fix_history (source_name, error_type, strategy, outcome, reason, diagnosis_context, "
+            "patch_generated, validation_result, deployed_to, version, fingerprint, duration_ms, failure_started_at, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (source_name, error_type, strategy, outcome, reason[:4000],
+             json.dumps(diagnosis_context, sort_keys=True, default=str) if diagnosis_context else None,
+             patch, json.dumps(validation) if validation else None, deployed_to, version, fingerprint, duration_ms,
+             failure_started_at, now),
+        )
+        return conn.last_insert_rowid()
+
+
+def attempts_in_window(conn: apsw.Connection, name: str, window_s: float, now: float | None = None,
+                       after: float | None = None) -> int:
+    """Attempts that spent budget (not 'declined') in the window, and after `after` (an unquarantine resets)."""
+    now = time.time() if now is None else now
+    since = now - window_s
+    if after is not None:
+        since = max(since, after)
+    return scalar(conn, "SELECT count(*) FROM fix_history WHERE source_name = ? AND created_at > ? AND outcome IN "
+                        f"({','.join('?' * len(COUNTED_OUTCOMES))})", (name, since, *COUNTED_OUTCOMES)) or 0
+
+
+def recent(conn: apsw.Connection, name: str, limit: int = 10, since: float | None = None) -> list[dict]:
+    """The newest attempts (for the recovery context handed to the next one)."""
+    out = []
+    q = "SELECT * FROM fix_history WHERE source_name = ?"
+    params: list = [name]
+    if since is not None:
+        q += " AND created_at > ?"
+        params.append(since)
+    for r in rows(conn, q + " ORDER BY fix_id DESC LIMIT ?", (*params, limit)):
+        out.append({"strategy": r["strategy"], "outcome": r["outcome"], "reason": r["reason"], "at": iso(r["created_at"]),
+                    "error_type": r["error_type"], "version": r["version"]})
+    return out
+
+
+def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
+    return [
+        {"kind": "fix", "at": iso(r["created_at"]), "_t": r["created_at"], "error_type": r["error_type"],
+         "strategy": r["strategy"], "outcome": r["outcome"], "reason": r["reason"], "version": r["version"],
+         "duration_ms": r["duration_ms"]}
+        for r in rows(conn, "SELECT * FROM fix_history WHERE source_name = ?", (name,))
+    ]
+
+
+def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
+    """Fix success rate (promoted / attempts that spent budget) and median recovery time (first failure -> promoted)."""
+    where, params = "", []
+    if name:
+        where, params = "WHERE source_name = ?", [name]
+    got = rows(conn, f"SELECT outcome, created_at, failure_started_at FROM fix_history {where}", params)
+    attempts = [r for r in got if r["outcome"] in COUNTED_OUTCOMES]
+    promoted = [r for r in got if r["outcome"] == "promoted"]
+    recov = [r["created_at"] - r["failure_started_at"] for r in promoted if r["failure_started_at"]]
+    return {
+        "fix_attempts": len(attempts),
+        "fixes_promoted": len(promoted),
+        "fix_success_rate": round(len(promoted) / len(attempts), 3) if attempts else None,
+        "median_recovery_s": round(statistics.median(recov), 3) if recov else None,
+    }
+
+
+def fingerprint_sources(conn: apsw.Connection, fingerprint: str, since: float) -> list[str]:
+    return [r["source_name"] for r in rows(conn, "SELECT DISTINCT source_name FROM fix_history WHERE fingerprint = ? "
+                                                 "AND created_at > ?", (fingerprint, since))]

@@ -1,0 +1,34 @@
+"""Scraped records, newest first, kept up to a retention limit per source."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import apsw
+
+from healerd.store.db import rows
+from healerd.timeutil import iso
+
+
+def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: int, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    with conn:
+        conn.execute("INSERT INTO records (source_name, scraped_at, version, data) VALUES (?, ?, ?, ?)",
+                     (name, now, version, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
+        if keep > 0:
+            conn.execute(
+                "DELETE FROM records WHERE source_name = ? AND id < (SELECT min(id) FROM "
+                "(SELECT id FROM records WHERE source_name = ? ORDER BY id DESC LIMIT ?))", (name, name, keep))
+
+
+def latest(conn: apsw.Connection, name: str, limit: int = 20) -> list[dict]:
+    return [
+        {"scraped_at": iso(r["scraped_at"]), "version": r["version"], "data": json.loads(r["data"])}
+        for r in rows(conn, "SELECT scraped_at, version, data FROM records WHERE source_name = ? ORDER BY id DESC LIMIT ?",
+                      (name, limit))
+    ]
+
+
+def count(conn: apsw.Connection, name: str) -> int:
+    return rows(conn, "SELECT count(*) AS n FROM records WHERE source_name = ?", (name,))[0]["n"]

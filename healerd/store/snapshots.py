@@ -1,0 +1,38 @@
+"""Page snapshots per source: the last good page and the current (last failing) page, zlib-compressed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import zlib
+
+import apsw
+
+from healerd.store.db import row
+
+LAST_GOOD = "last_good"
+CURRENT = "current"
+
+
+def put(conn: apsw.Connection, name: str, kind: str, url: str, html: str, status: int | None = 200,
+        records=None, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    raw = html.encode("utf-8", errors="replace")
+    with conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO snapshots (source_name, kind, url, status_code, fetched_at, body, sha256, records) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, kind, url, status, now, zlib.compress(raw, 6), hashlib.sha256(raw).hexdigest(),
+             json.dumps(records) if records is not None else None),
+        )
+
+
+def get(conn: apsw.Connection, name: str, kind: str) -> dict | None:
+    """{"url","status_code","fetched_at","html","sha256","records"} or None."""
+    r = row(conn, "SELECT * FROM snapshots WHERE source_name = ? AND kind = ?", (name, kind))
+    if not r:
+        return None
+    r["html"] = zlib.decompress(r.pop("body")).decode("utf-8", errors="replace")
+    r["records"] = json.loads(r["records"]) if r["records"] else None
+    return r

@@ -1,0 +1,198 @@
+"""Sources and their health: registration, schedule, counters, the status view."""
+
+from __future__ import annotations
+
+import json
+import time
+from urllib.parse import urlsplit
+
+import apsw
+
+from healerd.blueprint import Blueprint
+from healerd.lifecycle import ACTIVE
+from healerd.store.db import row, rows
+from healerd.timeutil import iso
+
+
+class SourceNotFound(KeyError):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"no source named {self.name!r}"
+
+
+class SourceExists(ValueError):
+    pass
+
+
+def host_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+def add(conn: apsw.Connection, name: str, bp: Blueprint, *, origin: str = "cli", now: float | None = None,
+        first_run_at: float | None = None) -> None:
+    """Register a source: its row, an ACTIVE health row, version 1 (human, production), a 'register' event."""
+    now = time.time() if now is None else now
+    if not bp.url:
+        raise ValueError("url: missing")
+    with conn:
+        if row(conn, "SELECT name FROM sources WHERE name = ?", (name,)):
+            raise SourceExists(f"a source named {name!r} exists already")
+        conn.execute(
+            "INSERT INTO sources (name, url, host, blueprint, every_s, paused, next_run_at, origin, current_version, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, ?, ?)",
+            (name, bp.url, host_of(bp.url), bp.to_json(), bp.every, now if first_run_at is None else first_run_at,
+             origin, now, now),
+        )
+        conn.execute("INSERT INTO source_health (source_name, state, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                     (name, ACTIVE, now, now))
+        conn.execute(
+            "INSERT INTO parser_versions (source_name, version, kind, body, origin, status, created_at, promoted_at, note) "
+            "VALUES (?, 1, ?, ?, 'human', 'production', ?, ?, 'registered')",
+            (name, bp.kind, bp.to_json(), now, now),
+        )
+        conn.execute("INSERT INTO source_events (source_name, from_state, to_state, trigger, reason, at) "
+                     "VALUES (?, 'NEW', ?, 'register', ?, ?)", (name, ACTIVE, f"registered ({origin})", now))
+
+
+def remove(conn: apsw.Connection, name: str) -> None:
+    with conn:
+        get(conn, name)
+        for table, col in (("records", "source_name"), ("snapshots", "source_name"), ("parser_versions", "source_name"),
+                           ("source_health", "source_name")):
+            conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (name,))
+        conn.execute("DELETE FROM task_queue WHERE target = ? AND state IN ('PENDING','IN_PROGRESS')", (name,))
+        conn.execute("DELETE FROM sources WHERE name = ?", (name,))
+        conn.execute("INSERT INTO source_events (source_name, from_state, to_state, trigger, reason, at) "
+                     "VALUES (?, 'ANY', 'REMOVED', 'remove', '', ?)", (name, time.time()))
+
+
+def get(conn: apsw.Connection, name: str) -> dict:
+    found = row(conn, "SELECT s.*, h.* FROM sources s JOIN source_health h ON h.source_name = s.name WHERE s.name = ?",
+                (name,))
+    if not found:
+        raise SourceNotFound(name)
+    return found
+
+
+def exists(conn: apsw.Connection, name: str) -> bool:
+    return row(conn, "SELECT 1 AS x FROM sources WHERE name = ?", (name,)) is not None
+
+
+def names(conn: apsw.Connection) -> list[str]:
+    return [r["name"] for r in rows(conn, "SELECT name FROM sources ORDER BY name")]
+
+
+def states(conn: apsw.Connection) -> dict[str, str]:
+    return {r["source_name"]: r["state"] for r in rows(conn, "SELECT source_name, state FROM source_health")}
+
+
+def set_paused(conn: apsw.Connection, name: str, paused: bool, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    with conn:
+        get(conn, name)
+        conn.execute("UPDATE sources SET paused = ?, updated_at = ?, next_run_at = CASE WHEN ? = 0 THEN ? ELSE next_run_at END "
+                     "WHERE name = ?", (1 if paused else 0, now, 1 if paused else 0, now, name))
+
+
+def set_next_run(conn: apsw.Connection, name: str, at: float) -> None:
+    with conn:
+        conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (at, name))
+
+
+def update_blueprint(conn: apsw.Connection, name: str, bp: Blueprint, now: float | None = None) -> None:
+    """A person changed the blueprint (sources_dir reload): new human production version, schedule updated."""
+    from healerd.store import versions  # local: versions imports this module
+
+    now = time.time() if now is None else now
+    with conn:
+        get(conn, name)
+        conn.execute("UPDATE sources SET url = ?, host = ?, blueprint = ?, every_s = ?, updated_at = ?, etag = NULL, "
+                     "last_modified = NULL WHERE name = ?", (bp.url, host_of(bp.url), bp.to_json(), bp.every, now, name))
+        v = versions.create(conn, name, bp, origin="human", status="staging", note="blueprint changed by a person", now=now)
+        versions.promote(conn, name, v, now=now)
+
+
+def due(conn: apsw.Connection, now: float, limit: int = 1000) -> list[dict]:
+    """Unpaused, not quarantined/dead sources whose next run has come."""
+    return rows(
+        conn,
+        "SELECT s.name, s.url, s.host, s.next_run_at FROM sources s JOIN source_health h ON h.source_name = s.name "
+        "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
+        "ORDER BY s.next_run_at LIMIT ?",
+        (now, limit),
+    )
+
+
+STATUS_SQL = (
+    "SELECT s.name, s.url, h.state, s.current_version AS version, h.last_success_at, h.last_failure_at, "
+    "h.failure_count, h.fix_attempts_today, h.quarantine_until, s.paused, s.next_run_at, h.last_error, "
+    "h.last_error_type, h.flagged_for_review, h.consecutive_failures, h.success_count "
+    "FROM sources s JOIN source_health h ON h.source_name = s.name"
+)
+
+
+def status_object(r: dict) -> dict:
+    """The CONTRACT's `healerctl status --json` object."""
+    return {
+        "name": r["name"],
+        "url": r["url"],
+        "state": r["state"],
+        "version": r["version"],
+        "last_success_at": iso(r["last_success_at"]),
+        "last_failure_at": iso(r["last_failure_at"]),
+        "failure_count": r["failure_count"],
+        "fix_attempts_24h": r["fix_attempts_today"],
+        "quarantine_until": iso(r["quarantine_until"]),
+        "paused": bool(r["paused"]),
+        "next_run_at": iso(r["next_run_at"]) if not r["paused"] and r["state"] in ("ACTIVE", "DEGRADED") else None,
+        "last_error": r["last_error"],
+    }
+
+
+def status_all(conn: apsw.Connection) -> list[dict]:
+    return [status_object(r) for r in rows(conn, STATUS_SQL + " ORDER BY s.name")]
+
+
+def status_one(conn: apsw.Connection, name: str) -> dict:
+    found = rows(conn, STATUS_SQL + " WHERE s.name = ?", (name,))
+    if not found:
+        raise SourceNotFound(name)
+    out = status_object(found[0])
+    out["last_error_type"] = found[0]["last_error_type"]
+    out["flagged_for_review"] = bool(found[0]["flagged_for_review"])
+    out["success_count"] = found[0]["success_count"]
+    return out
+
+
+def events(conn: apsw.Connection, name: str, limit: int = 50) -> list[dict]:
+    return [
+        {"from": r["from_state"], "to": r["to_state"], "trigger": r["trigger"], "reason": r["reason"], "at": iso(r["at"])}
+        for r in rows(conn, "SELECT * FROM source_events WHERE source_name = ? ORDER BY id DESC LIMIT ?", (name, limit))
+    ]
+
+
+def set_health(conn: apsw.Connection, name: str, **values) -> None:
+    if not values:
+        return
+    cols = ", ".join(f"{k} = ?" for k in values)
+    with conn:
+        conn.execute(f"UPDATE source_health SET {cols}, updated_at = ? WHERE source_name = ?",
+                     (*values.values(), time.time(), name))
+
+
+def set_source(conn: apsw.Connection, name: str, **values) -> None:
+    if not values:
+        return
+    cols = ", ".join(f"{k} = ?" for k in values)
+    with conn:
+        conn.execute(f"UPDATE sources SET {cols}, updated_at = ? WHERE name = ?", (*values.values(), time.time(), name))
+
+
+def item_counts(r: dict) -> list[int]:
+    try:
+        return [int(x) for x in json.loads(r.get("item_counts") or "[]")]
+    except (ValueError, TypeError):
+        return []

@@ -1,0 +1,228 @@
+-- healerd: the whole SQLite schema.
+--
+-- Applied by healerd.store.db.open_db() at daemon start. The schema version is
+-- PRAGMA user_version; this file always describes the newest version, and
+-- healerd/store/migrations.py upgrades an older database in place, one step at
+-- a time, inside a transaction.
+--
+-- All times are REAL seconds since the Unix epoch (UTC); the CLI and the JSON
+-- shapes render them as ISO 8601 with a trailing Z.
+
+-- Registered sources: what to scrape and when. Written by the StoreWriter on
+-- behalf of the control plane (add/remove/pause) and the Scheduler (next run).
+CREATE TABLE IF NOT EXISTS sources (
+    name            TEXT PRIMARY KEY,
+    url             TEXT NOT NULL,
+    host            TEXT NOT NULL,
+    blueprint       TEXT NOT NULL,          -- the human blueprint, JSON (CONTRACT format)
+    every_s         REAL NOT NULL,          -- schedule interval, seconds
+    interval_factor REAL NOT NULL DEFAULT 1.0,  -- stretched by RATE_LIMIT, reset on success
+    paused          INTEGER NOT NULL DEFAULT 0,
+    next_run_at     REAL,
+    origin          TEXT NOT NULL DEFAULT 'cli',  -- 'cli' | 'sources_dir'
+    current_version INTEGER,                -- the production parser version
+    etag            TEXT,                   -- conditional-request validators of the last 200
+    last_modified   TEXT,
+    review_approved_until REAL,             -- FLAGGED_FOR_REVIEW approval lasts until
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL
+);
+
+-- The spec's health row, one per source; `state` is the persisted lifecycle state.
+CREATE TABLE IF NOT EXISTS source_health (
+    source_name          TEXT PRIMARY KEY REFERENCES sources(name) ON DELETE CASCADE,
+    state                TEXT NOT NULL CHECK (state IN ('ACTIVE','DEGRADED','QUARANTINED','DEAD')),
+    last_success_at      REAL,
+    last_failure_at      REAL,
+    success_count        INTEGER NOT NULL DEFAULT 0,
+    failure_count        INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    fix_attempts_today   INTEGER NOT NULL DEFAULT 0,  -- attempts inside the attempt window
+    quarantine_until     REAL,
+    last_error           TEXT,
+    last_error_type      TEXT,
+    host_unresolved_since REAL,                         -- NETWORK/DNS failures since (for DEAD)
+    flagged_for_review   INTEGER NOT NULL DEFAULT 0,
+    deferred_report      TEXT,                          -- JSON: what was tried, last error, options
+    item_counts          TEXT NOT NULL DEFAULT '[]',    -- JSON: item counts of recent good scrapes
+    failing_since        REAL,                          -- first failed scrape of the current episode
+    last_fingerprint     TEXT,                          -- failure fingerprint of the last failed scrape
+    attempts_since       REAL,                          -- fix attempts count from here (unquarantine resets)
+    retry_only           INTEGER NOT NULL DEFAULT 0,    -- 1 after a quarantine expired: one automatic retry
+    created_at           REAL NOT NULL,
+    updated_at           REAL NOT NULL
+);
+
+-- Audit log: every lifecycle transition, written in the same transaction as the
+-- state change it records.
+CREATE TABLE IF NOT EXISTS source_events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_name TEXT NOT NULL,
+    from_state  TEXT NOT NULL,
+    to_state    TEXT NOT NULL,
+    trigger     TEXT NOT NULL,
+    reason      TEXT NOT NULL DEFAULT '',
+    at          REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS source_events_by_source ON source_events(source_name, id);
+
+-- The spec's task queue: SCRAPE_SOURCE / FIX_SOURCE / ADD_SOURCE work that must
+-- survive a restart.
+CREATE TABLE IF NOT EXISTS task_queue (
+    task_id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    type          TEXT NOT NULL,
+    target        TEXT NOT NULL,
+    state         TEXT NOT NULL CHECK (state IN ('PENDING','IN_PROGRESS','COMPLETED','FAILED','QUARANTINED')),
+    priority      INTEGER NOT NULL DEFAULT 5,
+    created_at    REAL NOT NULL,
+    started_at    REAL,
+    completed_at  REAL,
+    not_before    REAL,
+    claimed_by    TEXT,
+    error_message TEXT,
+    retry_count   INTEGER NOT NULL DEFAULT 0,
+    max_retries   INTEGER NOT NULL DEFAULT 3,
+    context_json  TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS task_queue_pending ON task_queue(state, priority, task_id);
+CREATE INDEX IF NOT EXISTS task_queue_target ON task_queue(target, type, state);
+
+-- One row per fix attempt (the spec's fix_history, plus how it went).
+CREATE TABLE IF NOT EXISTS fix_history (
+    fix_id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_name       TEXT NOT NULL,
+    error_type        TEXT NOT NULL,
+    strategy          TEXT NOT NULL,        -- memory | builtin | external | redirect | relocate | none
+    outcome           TEXT NOT NULL,        -- promoted | rejected | declined | error | staged
+    reason            TEXT NOT NULL DEFAULT '',
+    diagnosis_context TEXT,                 -- JSON summary of the DiagnosisContext (sanitized)
+    patch_generated   TEXT,                 -- the candidate (blueprint JSON or parser code)
+    validation_result TEXT,                 -- JSON of the ValidationResult
+    deployed_to       TEXT,                 -- STAGING | PRODUCTION | FAILED
+    version           INTEGER,              -- the parser version it produced, if any
+    fingerprint       TEXT,                 -- failure fingerprint (systemic breaker, memory)
+    duration_ms       REAL,
+    failure_started_at REAL,                -- first failed scrape of this episode (recovery time)
+    created_at        REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS fix_history_by_source ON fix_history(source_name, created_at);
+CREATE INDEX IF NOT EXISTS fix_history_by_fp ON fix_history(fingerprint, created_at);
+
+-- Parser versions: the production one, archived ones, staged candidates.
+CREATE TABLE IF NOT EXISTS parser_versions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,
+    version     INTEGER NOT NULL,
+    kind        TEXT NOT NULL DEFAULT 'selectors',  -- selectors | code
+    body        TEXT NOT NULL,                      -- blueprint JSON (code parsers carry their code in it)
+    origin      TEXT NOT NULL CHECK (origin IN ('human','builtin','memory','external')),
+    status      TEXT NOT NULL CHECK (status IN ('production','staging','archived','rejected')),
+    validation  TEXT,                               -- JSON of the ValidationResult that judged it
+    note        TEXT NOT NULL DEFAULT '',
+    created_at  REAL NOT NULL,
+    promoted_at REAL,
+    UNIQUE (source_name, version)
+);
+-- Production is always exactly one whole version per source.
+CREATE UNIQUE INDEX IF NOT EXISTS parser_versions_one_production
+    ON parser_versions(source_name) WHERE status = 'production';
+
+-- The last good page and the current page per source, zlib-compressed.
+CREATE TABLE IF NOT EXISTS snapshots (
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,
+    kind        TEXT NOT NULL CHECK (kind IN ('last_good','current')),
+    url         TEXT NOT NULL,
+    status_code INTEGER,
+    fetched_at  REAL NOT NULL,
+    body        BLOB NOT NULL,
+    sha256      TEXT NOT NULL,
+    records     TEXT,                        -- JSON of what the production parser extracted from it
+    PRIMARY KEY (source_name, kind)
+);
+
+-- Scraped output, newest kept up to the retention limit per source.
+CREATE TABLE IF NOT EXISTS records (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,
+    scraped_at  REAL NOT NULL,
+    version     INTEGER,
+    data        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_by_source ON records(source_name, id);
+
+-- The alert log (also written to <log-dir>/alerts.jsonl).
+CREATE TABLE IF NOT EXISTS alerts (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts      REAL NOT NULL,
+    level   TEXT NOT NULL,
+    source  TEXT,
+    event   TEXT NOT NULL,
+    message TEXT NOT NULL,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS alerts_by_source_event ON alerts(source, event, ts);
+
+-- Calls to the external healer: response times, outcomes, the daily budget.
+CREATE TABLE IF NOT EXISTS healer_calls (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_name TEXT NOT NULL,
+    cycle       INTEGER NOT NULL,
+    backend     TEXT NOT NULL,               -- code-healer | openai
+    started_at  REAL NOT NULL,
+    duration_ms REAL NOT NULL,
+    http_status INTEGER,
+    outcome     TEXT NOT NULL,               -- healed | timeout | http_error | bad_response | refused | error
+    reason      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS healer_calls_by_time ON healer_calls(started_at);
+
+-- The fix memory (seed 002): known issues and their validated fix bundles.
+CREATE TABLE IF NOT EXISTS memory_issues (
+    issue_id           TEXT PRIMARY KEY,
+    fingerprint        TEXT NOT NULL UNIQUE,
+    canonical_title    TEXT NOT NULL,
+    root_cause_category TEXT NOT NULL,
+    error_type         TEXT NOT NULL,
+    host               TEXT NOT NULL,
+    template_sig       TEXT NOT NULL,
+    diff_sig           TEXT NOT NULL,
+    broken_selectors   TEXT NOT NULL,        -- JSON list
+    fix_bundle         TEXT NOT NULL,        -- JSON: selector mapping / parser patch + verification
+    environment        TEXT NOT NULL DEFAULT '{}',
+    confidence_score   REAL NOT NULL,
+    verification_count INTEGER NOT NULL DEFAULT 0,
+    failure_count      INTEGER NOT NULL DEFAULT 0,
+    affected_sources   TEXT NOT NULL DEFAULT '[]',
+    status             TEXT NOT NULL DEFAULT 'active',
+    last_confirmed_at  REAL,
+    created_at         REAL NOT NULL,
+    updated_at         REAL NOT NULL
+);
+
+-- Each reuse of a bundle on a source, success or failure.
+CREATE TABLE IF NOT EXISTS memory_confirmations (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    issue_id    TEXT NOT NULL REFERENCES memory_issues(issue_id) ON DELETE CASCADE,
+    source_name TEXT NOT NULL,
+    success     INTEGER NOT NULL,
+    notes       TEXT NOT NULL DEFAULT '',
+    at          REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_confirmations_by_issue ON memory_confirmations(issue_id, source_name);
+
+-- Usage events (search, fix_retrieved, fix_applied, fix_confirmed, issue_submitted).
+CREATE TABLE IF NOT EXISTS memory_usage (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_type  TEXT NOT NULL,
+    issue_id    TEXT,
+    source_name TEXT,
+    success     INTEGER,
+    at          REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_usage_by_issue ON memory_usage(issue_id, event_type);
+
+-- Daemon-wide flags that must survive a restart (systemic halt, ...).
+CREATE TABLE IF NOT EXISTS daemon_state (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
