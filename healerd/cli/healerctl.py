@@ -1,0 +1,914 @@
+"""healerctl: control a running healerd over its Unix socket.
+
+Exit codes: 0 success; 1 the request was refused or failed (one line on stderr saying
+why); 2 usage error; 3 the daemon cannot be reached (the message names the socket).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Iterable
+
+import click
+
+from healerd import __version__
+from healerd.blueprint import BlueprintError, load_file
+from healerd.control.client import DaemonUnreachable, call, client_socket_path
+from healerd.control.protocol import ControlError
+from healerd.timeutil import ago, parse_iso
+
+DEFAULT_TIMEOUT = 30.0
+RUN_TIMEOUT = 900.0      # a scrape: fetch timeouts, retries, rate limits
+HEAL_TIMEOUT = 1800.0    # the whole healing ladder, an external healer's cycles included
+FOLLOW_INTERVAL = 0.5
+
+STATE_COLOURS = {"ACTIVE": "green", "DEGRADED": "yellow", "QUARANTINED": "magenta", "DEAD": "red"}
+LEVEL_COLOURS = {"warning": "yellow", "error": "red", "critical": "red", "info": "cyan"}
+STATES = ("ACTIVE", "DEGRADED", "QUARANTINED", "DEAD")
+
+
+# -- errors -------------------------------------------------------------------------------
+
+
+class CtlError(click.ClickException):
+    """One line on stderr, `healerctl: <message>`, and the given exit code."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(" ".join(str(message).split()))
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:
+        click.echo(f"healerctl: {self.format_message()}", err=True)
+
+
+# -- plumbing -----------------------------------------------------------------------------
+
+
+def socket_option(f: Callable) -> Callable:
+    return click.option(
+        "--socket", "socket_path", metavar="PATH", default=None,
+        help="The daemon's control socket (overrides the group's --socket and $HEALERD_SOCKET).",
+    )(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print the daemon's answer as JSON.")(f)
+
+
+def _socket(ctx: click.Context, socket_path: str | None) -> str:
+    root = ctx.find_root().obj or {}
+    return client_socket_path(socket_path or root.get("socket"))
+
+
+def _call(ctx: click.Context, socket_path: str | None, op: str, args: dict | None = None,
+          timeout: float = DEFAULT_TIMEOUT) -> Any:
+    root = ctx.find_root().obj or {}
+    if root.get("timeout"):
+        timeout = root["timeout"]
+    path = _socket(ctx, socket_path)
+    try:
+        return call(path, op, args or {}, timeout=timeout)
+    except DaemonUnreachable as exc:
+        raise CtlError(str(exc), exit_code=3) from None
+    except ControlError as exc:
+        raise CtlError(exc.message or exc.code, exit_code=1) from None
+
+
+def _print_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def _tty() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _style(text: str, colour: str | None, bold: bool = False) -> str:
+    if not (colour or bold) or not _tty():
+        return text
+    return click.style(text, fg=colour, bold=bold or None)
+
+
+def _state(state: Any) -> str:
+    text = str(state or "-")
+    return _style(text, STATE_COLOURS.get(text), bold=text in ("QUARANTINED", "DEAD"))
+
+
+def _ts(value: Any) -> float | None:
+    if not value:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return parse_iso(str(value))
+    except ValueError:
+        return None
+
+
+def _rel(value: Any) -> str:
+    ts = _ts(value)
+    return "-" if ts is None else ago(ts)
+
+
+def _when(value: Any) -> str:
+    """'3m ago (2026-11-22T10:00:00Z)' or '-'."""
+    if not value:
+        return "-"
+    return f"{_rel(value)} ({value})"
+
+
+def _duration(seconds: Any) -> str:
+    if seconds is None:
+        return "-"
+    s = float(seconds)
+    if s < 1:
+        return f"{s * 1000:.0f}ms"
+    if s < 60:
+        return f"{s:.0f}s" if s >= 10 or s == int(s) else f"{s:.1f}s"
+    parts = []
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if s >= size:
+            n = int(s // size)
+            s -= n * size
+            parts.append(f"{n}{unit}")
+    return " ".join(parts[:2])
+
+
+def _rate(value: Any) -> str:
+    if value is None:
+        return "-"
+    v = float(value)
+    if v > 1.0:  # already a percentage
+        return f"{v:.0f}%"
+    return f"{v * 100:.0f}%"
+
+
+def _one_line(value: Any, width: int | None = None) -> str:
+    text = " ".join(str(value).split()) if value not in (None, "") else "-"
+    if width and len(text) > width:
+        text = text[: width - 1] + "…"
+    return text
+
+
+def _table(headers: list[str], rows: list[list[str]], colours: dict[int, Callable[[str], str]] | None = None) -> None:
+    """Print an aligned table; `colours` styles a column's cells after padding."""
+    colours = colours or {}
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    last = len(headers) - 1
+    click.echo("  ".join(h if i == last else h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip())
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            padded = cell if i == last else cell.ljust(widths[i])
+            if i in colours:
+                padded = colours[i](cell) + padded[len(cell):]
+            cells.append(padded)
+        click.echo("  ".join(cells).rstrip())
+
+
+# -- the group ----------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--socket", "socket_path", metavar="PATH", envvar="HEALERD_SOCKET", default=None,
+              help="The daemon's control socket. Default: $HEALERD_SOCKET, else "
+                   "$RUNTIME_DIRECTORY/healerd.sock, else <state-dir>/healerd.sock.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+              help="How long to wait for the daemon's answer (default: 30s; longer for run and heal).")
+@click.version_option(__version__, "--version", prog_name="healerctl")
+@click.pass_context
+def cli(ctx: click.Context, socket_path: str | None, timeout: float | None) -> None:
+    """Control a running healerd: register sources, see their health, scrape and heal on demand.
+
+    healerctl talks to the daemon over its Unix socket. Exit codes: 0 success, 1 the
+    request was refused or failed, 2 usage error, 3 the daemon cannot be reached.
+    """
+    ctx.obj = {"socket": socket_path, "timeout": timeout}
+
+
+@cli.command()
+@socket_option
+@click.pass_context
+def ping(ctx: click.Context, socket_path: str | None) -> None:
+    """Check that the daemon answers.
+
+    Prints the daemon's version, pid and start time; exits 3 when it cannot be reached.
+    """
+    r = _call(ctx, socket_path, "ping")
+    click.echo(f"healerd {r.get('version')} (pid {r.get('pid')}) up since {_when(r.get('started_at'))}")
+
+
+# -- sources ------------------------------------------------------------------------------
+
+
+def _schedule_line(obj: dict) -> str:
+    bp = obj.get("blueprint") or {}
+    every = bp.get("every")
+    parts = []
+    if every is not None:
+        try:
+            parts.append(f"every {_duration(float(every))}")
+        except (TypeError, ValueError):
+            parts.append(f"every {every}")
+    if obj.get("paused"):
+        parts.append("paused")
+    elif obj.get("next_run_at"):
+        parts.append(f"next run {_rel(obj['next_run_at'])} ({obj['next_run_at']})")
+    return "; ".join(parts) or "-"
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--blueprint", "blueprint_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False), help="The blueprint: TOML, or the same structure in JSON.")
+@click.option("--url", default=None, metavar="URL", help="The page to scrape (overrides the blueprint's url).")
+@json_option
+@socket_option
+@click.pass_context
+def add(ctx, name, blueprint_file, url, as_json, socket_path):
+    """Register a source from a blueprint file.
+
+    The blueprint is checked here first (selectors, types, url); a problem is reported
+    naming the key and nothing is sent. The url may come from the file or from --url.
+    """
+    try:
+        bp = load_file(blueprint_file, url=url, require_url=True)
+    except BlueprintError as exc:
+        raise CtlError(f"invalid blueprint {blueprint_file}: {exc}") from None
+    args: dict[str, Any] = {"name": name, "blueprint": bp.to_dict()}
+    if url:
+        args["url"] = url
+    r = _call(ctx, socket_path, "add", args)
+    if as_json:
+        _print_json(r)
+        return
+    next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
+    click.echo(f"added {r.get('name', name)}: {r.get('url') or bp.url}, every {_duration(bp.every)}, "
+               f"state {_state(r.get('state'))}{next_run}")
+
+
+@cli.command()
+@click.argument("name")
+@socket_option
+@click.pass_context
+def remove(ctx, name, socket_path):
+    """Unregister a source.
+
+    Its schedule stops; the daemon decides what happens to its stored records and history.
+    """
+    r = _call(ctx, socket_path, "remove", {"name": name})
+    click.echo(f"removed {r.get('removed', name)}")
+
+
+@cli.command()
+@click.argument("name")
+@socket_option
+@click.pass_context
+def pause(ctx, name, socket_path):
+    """Stop scraping a source until it is resumed.
+
+    The source keeps its state, versions and records.
+    """
+    r = _call(ctx, socket_path, "pause", {"name": name})
+    click.echo(f"{r.get('name', name)} paused (state {_state(r.get('state'))})")
+
+
+@cli.command()
+@click.argument("name")
+@socket_option
+@click.pass_context
+def resume(ctx, name, socket_path):
+    """Resume scraping a paused source.
+
+    The next scrape is scheduled as usual.
+    """
+    r = _call(ctx, socket_path, "resume", {"name": name})
+    nxt = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
+    click.echo(f"{r.get('name', name)} resumed (state {_state(r.get('state'))}{nxt})")
+
+
+def _status_rows(sources: list[dict]) -> list[list[str]]:
+    rows = []
+    for s in sources:
+        nxt = "paused" if s.get("paused") else _rel(s.get("next_run_at"))
+        if s.get("state") == "QUARANTINED" and s.get("quarantine_until") and not s.get("paused"):
+            nxt = f"{_rel(s['quarantine_until'])} (quarantine)"
+        version = s.get("version")
+        rows.append([
+            str(s.get("name", "-")),
+            str(s.get("state") or "-"),
+            "-" if version is None else str(version),
+            _rel(s.get("last_success_at")),
+            _rel(s.get("last_failure_at")),
+            str(s.get("failure_count", 0)),
+            str(s.get("fix_attempts_24h", 0)),
+            nxt,
+            _one_line(s.get("last_error"), 60),
+        ])
+    return rows
+
+
+def _print_summary(summary: dict) -> None:
+    total = summary.get("sources", 0)
+    by_state = summary.get("by_state") or {}
+    order = [s for s in STATES if by_state.get(s)] + sorted(k for k in by_state if k not in STATES and by_state[k])
+    counts = ", ".join(f"{by_state[s]} {_state(s)}" for s in order) or "none"
+    click.echo("")
+    click.echo(f"{total} source{'s' if total != 1 else ''}: {counts}")
+    click.echo(f"fix success rate {_rate(summary.get('fix_success_rate'))}; "
+               f"median recovery {_duration(summary.get('median_recovery_s'))}")
+    if summary.get("systemic_halt"):
+        reason = summary.get("halt_reason") or "the same error on several sources"
+        click.echo(_style(f"HEALING HALTED (systemic): {_one_line(reason)}", "red", bold=True))
+        click.echo("  automatic healing is off until `healerctl resume-healing`")
+
+
+def _print_mapping(obj: Any, indent: int = 2) -> None:
+    pad = " " * indent
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            key = str(key).replace("_", " ")
+            if isinstance(value, (dict, list)) and value:
+                click.echo(f"{pad}{key}:")
+                _print_mapping(value, indent + 2)
+            else:
+                click.echo(f"{pad}{key}: {_one_line(value) if value not in ({}, []) else '-'}")
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj, 1):
+            if isinstance(value, dict):
+                click.echo(f"{pad}{i}.")
+                _print_mapping(value, indent + 3)
+            else:
+                click.echo(f"{pad}{i}. {_one_line(value)}")
+    else:
+        click.echo(f"{pad}{_one_line(obj)}")
+
+
+def _print_detail(s: dict) -> None:
+    name = s.get("name", "-")
+    state = str(s.get("state") or "-")
+    flags = []
+    if s.get("paused"):
+        flags.append("paused")
+    if s.get("flagged_for_review"):
+        flags.append("flagged for review")
+    click.echo(_style(str(name), None, bold=True))
+    rows = [
+        ("url", s.get("url") or "-"),
+        ("state", _state(state) + (f" ({', '.join(flags)})" if flags else "")),
+        ("version", "-" if s.get("version") is None else str(s.get("version"))),
+        ("schedule", _schedule_line(s)),
+        ("last success", _when(s.get("last_success_at"))),
+        ("last failure", _when(s.get("last_failure_at"))),
+        ("failures", str(s.get("failure_count", 0))),
+        ("fix attempts/24h", str(s.get("fix_attempts_24h", 0))),
+    ]
+    if s.get("quarantine_until"):
+        rows.append(("quarantined until", _when(s.get("quarantine_until"))))
+    err = s.get("last_error")
+    if err:
+        etype = s.get("last_error_type")
+        rows.append(("last error", (f"{etype}: " if etype else "") + _one_line(err)))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        click.echo(f"  {(key + ':').ljust(width + 1)} {value}")
+
+    m = s.get("metrics") or {}
+    if m:
+        click.echo("")
+        click.echo("metrics")
+        click.echo(f"  fix attempts: {m.get('fix_attempts', 0)}; success rate {_rate(m.get('fix_success_rate'))}; "
+                   f"median recovery {_duration(m.get('median_recovery_s'))}")
+
+    report = s.get("deferred_report")
+    if report:
+        click.echo("")
+        click.echo(_style("deferred report (healing gave up; a person is needed)", "yellow"))
+        _print_mapping(report)
+
+    events = s.get("events") or []
+    click.echo("")
+    click.echo("lifecycle (newest first)")
+    if not events:
+        click.echo("  no transitions yet")
+    else:
+        rows2 = []
+        for e in events:
+            rows2.append([str(e.get("at") or "-"), f"{e.get('from') or '-'} -> {e.get('to') or '-'}",
+                          str(e.get("trigger") or "-"), _one_line(e.get("reason"), 80)])
+        widths = [max(len(r[i]) for r in rows2) for i in range(3)]
+        for r in rows2:
+            click.echo("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+
+
+@cli.command()
+@click.argument("name", required=False)
+@json_option
+@socket_option
+@click.pass_context
+def status(ctx, name, as_json, socket_path):
+    """Show the health of all sources or of one.
+
+    Without NAME: one row per source and a summary (counts by state, fix success rate,
+    median recovery time, a systemic halt). With NAME: url, state, schedule, last error,
+    metrics, the deferred report when healing gave up, and the lifecycle history.
+    --json prints the array of sources (or the one source) for scripts.
+    """
+    if name:
+        r = _call(ctx, socket_path, "status", {"name": name})
+        if as_json:
+            _print_json(r)
+        else:
+            _print_detail(r)
+        return
+    r = _call(ctx, socket_path, "status", {})
+    sources = r.get("sources") or []
+    if as_json:
+        _print_json(sources)
+        return
+    if not sources:
+        click.echo("no sources yet; register one with `healerctl add NAME --blueprint FILE`")
+    else:
+        _table(["NAME", "STATE", "VER", "LAST OK", "LAST FAIL", "FAILS", "FIX/24H", "NEXT RUN", "ERROR"],
+               _status_rows(sources), {1: _state})
+    _print_summary(r.get("summary") or {"sources": len(sources), "by_state": {}})
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--no-wait", is_flag=True, help="Queue the scrape and return at once.")
+@json_option
+@socket_option
+@click.pass_context
+def run(ctx, name, no_wait, as_json, socket_path):
+    """Scrape a source now.
+
+    By default waits for the outcome and prints it (records stored, or the error and
+    the new state); with --no-wait it only queues the scrape.
+    """
+    r = _call(ctx, socket_path, "run", {"name": name, "wait": not no_wait},
+              timeout=DEFAULT_TIMEOUT if no_wait else RUN_TIMEOUT)
+    if as_json:
+        _print_json(r)
+        return
+    if no_wait or r.get("queued"):
+        click.echo(f"{name}: queued")
+        return
+    took = f"{float(r.get('duration_ms') or 0):.0f} ms"
+    version = r.get("version")
+    ver = f"version {version}" if version is not None else "no version"
+    if r.get("ok"):
+        if r.get("not_modified"):
+            click.echo(f"{r.get('name', name)}: ok, page not modified ({ver}, {took}); state {_state(r.get('state'))}")
+        else:
+            items = r.get("item_count")
+            what = f"{r.get('records', 0)} record(s)" + (f", {items} item(s)" if items is not None else "")
+            click.echo(f"{r.get('name', name)}: ok, {what} ({ver}, {took}); state {_state(r.get('state'))}")
+    else:
+        etype = r.get("error_type") or "error"
+        click.echo(f"{r.get('name', name)}: failed, {etype}: {_one_line(r.get('error'))} ({took}); "
+                   f"state {_state(r.get('state'))}")
+
+
+@cli.command()
+@click.argument("name")
+@json_option
+@socket_option
+@click.pass_context
+def heal(ctx, name, as_json, socket_path):
+    """Run the Doctor on a source now.
+
+    It runs even if the last scrape passed validation. Prints what happened: a repaired version promoted, staged for approval, rejected,
+    declined, or the source quarantined.
+    """
+    r = _call(ctx, socket_path, "heal", {"name": name}, timeout=HEAL_TIMEOUT)
+    if as_json:
+        _print_json(r)
+        return
+    outcome = str(r.get("outcome") or "-")
+    colour = {"promoted": "green", "staged": "cyan", "unchanged": None, "declined": "yellow",
+              "rejected": "yellow", "error": "red", "quarantined": "magenta"}.get(outcome)
+    bits = [_style(outcome, colour)]
+    if r.get("version") is not None:
+        bits.append(f"version {r['version']}")
+    if r.get("strategy"):
+        bits.append(f"by {r['strategy']}")
+    click.echo(f"{r.get('name', name)}: {' '.join(bits)}; state {_state(r.get('state'))}")
+    if r.get("reason"):
+        click.echo(f"  {_one_line(r['reason'])}")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--reason", default=None, metavar="TEXT", help="Why (recorded with the transition).")
+@socket_option
+@click.pass_context
+def unquarantine(ctx, name, reason, socket_path):
+    """Bring a quarantined or dead source back.
+
+    QUARANTINED (or DEAD) becomes DEGRADED, with a fresh fix-attempt budget and an
+    immediate scrape.
+    """
+    args = {"name": name}
+    if reason:
+        args["reason"] = reason
+    r = _call(ctx, socket_path, "unquarantine", args)
+    click.echo(f"{r.get('name', name)}: now {_state(r.get('state'))} with a fresh attempt budget; a scrape is queued")
+
+
+@cli.command()
+@click.argument("name")
+@json_option
+@socket_option
+@click.pass_context
+def history(ctx, name, as_json, socket_path):
+    """Show parser versions and fix attempts.
+
+    Newest first. Versions show their origin (human, builtin, memory, external) and status; fix
+    attempts show the error type, strategy, outcome and reason.
+    """
+    r = _call(ctx, socket_path, "history", {"name": name})
+    if as_json:
+        _print_json(r)
+        return
+    if not r:
+        click.echo(f"no history for {name}")
+        return
+    rows = []
+    for h in r:
+        if h.get("kind") == "version":
+            rows.append([str(h.get("at") or "-"), "version", f"v{h.get('version')} ({h.get('origin') or '-'})",
+                         str(h.get("status") or "-"), _one_line(h.get("reason") or "", 70) if h.get("reason") else ""])
+        else:
+            what = f"{h.get('error_type') or '-'} via {h.get('strategy') or '-'}"
+            rows.append([str(h.get("at") or "-"), "fix", what, str(h.get("outcome") or "-"),
+                         _one_line(h.get("reason"), 70)])
+    colour = {"production": "green", "promoted": "green", "rejected": "yellow", "declined": "yellow",
+              "error": "red", "staging": "cyan"}
+    _table(["AT", "KIND", "WHAT", "RESULT", "DETAIL"], rows, {3: lambda c: _style(c, colour.get(c))})
+
+
+@cli.command()
+@click.argument("name")
+@socket_option
+@click.pass_context
+def diff(ctx, name, socket_path):
+    """Diff the last good page against the current one.
+
+    A structural HTML diff; this is the evidence the Doctor works from when a source breaks.
+    """
+    r = _call(ctx, socket_path, "diff", {"name": name})
+    text = r.get("diff") or ""
+    good, cur = r.get("last_good_at"), r.get("current_at")
+    if not text.strip():
+        if not good:
+            click.echo(f"{name}: no last good page stored yet")
+        else:
+            click.echo(f"{name}: no structural difference between the last good page ({good}) and the current one ({cur or '-'})")
+        return
+    click.echo(f"last good page: {good or '-'}; current page: {cur or '-'}")
+    for line in text.splitlines():
+        if line.startswith(("+++", "---")):
+            click.echo(_style(line, None, bold=True))
+        elif line.startswith("+"):
+            click.echo(_style(line, "green"))
+        elif line.startswith("-"):
+            click.echo(_style(line, "red"))
+        elif line.startswith("@@"):
+            click.echo(_style(line, "cyan"))
+        else:
+            click.echo(line)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--to", "to_version", type=click.IntRange(min=1), default=None, metavar="VERSION",
+              help="The archived version to re-promote (default: the one before the current).")
+@socket_option
+@click.pass_context
+def rollback(ctx, name, to_version, socket_path):
+    """Re-promote an archived parser version.
+
+    The current production version is archived.
+    """
+    args: dict[str, Any] = {"name": name}
+    if to_version is not None:
+        args["to"] = to_version
+    r = _call(ctx, socket_path, "rollback", args)
+    prev = r.get("previous")
+    click.echo(f"{name}: version {r.get('version')} is in production" + (f" (was {prev})" if prev is not None else ""))
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("version", type=click.IntRange(min=1))
+@socket_option
+@click.pass_context
+def approve(ctx, name, version, socket_path):
+    """Promote a staged version awaiting approval.
+
+    The version is a staged parser version waiting for a person's approval; used when a repair was flagged for review instead of being promoted automatically.
+    """
+    r = _call(ctx, socket_path, "approve", {"name": name, "version": version})
+    click.echo(f"{name}: version {r.get('version', version)} approved and in production")
+
+
+# -- records ------------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]]]:
+    """Columns (field names, then scraped_at and version) and one row per item/record."""
+    columns: list[str] = []
+    flat: list[tuple[dict, Any, Any]] = []
+    for rec in records:
+        data = rec.get("data")
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            item = item if isinstance(item, dict) else ({} if item is None else {"value": item})
+            for key in item:
+                if key not in columns:
+                    columns.append(key)
+            flat.append((item, rec.get("scraped_at"), rec.get("version")))
+    extra = [c for c in ("scraped_at", "version") if c in columns]
+    header = columns + [c if c not in extra else f"record_{c}" for c in ("scraped_at", "version")]
+    rows = [[_cell(item.get(c)) for c in columns] + [_cell(at), _cell(ver)] for item, at, ver in flat]
+    return header, rows
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header: one row per item.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+              help="How many records (scrapes) to show.")
+@socket_option
+@click.pass_context
+def records(ctx, name, as_json, as_csv, limit, socket_path):
+    """Show the records scraped from a source.
+
+    Newest first. A table by default; --json gives the records as stored, --csv one row per item
+    (columns: the blueprint's fields, scraped_at, version).
+    """
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv cannot be used together")
+    r = _call(ctx, socket_path, "records", {"name": name, "limit": limit})
+    if as_json:
+        _print_json(r)
+        return
+    header, rows = _flatten_records(r or [])
+    if as_csv:
+        out = click.get_text_stream("stdout")
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        out.flush()
+        return
+    if not r:
+        click.echo(f"no records for {name} yet")
+        return
+    shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
+    _table([h.upper() for h in header], shown)
+
+
+# -- alerts -------------------------------------------------------------------------------
+
+
+def _alert_line(a: dict) -> str:
+    level = str(a.get("level") or "-")
+    lvl = _style(level.ljust(7), LEVEL_COLOURS.get(level.lower()))
+    event = str(a.get("event") or "-")
+    ev_colour = {"HEALED": "green", "RECOVERED": "green", "UNQUARANTINED": "green", "DEGRADED": "yellow",
+                 "QUARANTINED": "magenta", "DEAD": "red", "SYSTEMIC_HALT": "red", "HEAL_FAILED": "red"}.get(event)
+    ev = _style(event.ljust(18), ev_colour)
+    source = str(a.get("source") or "-")
+    return f"{a.get('ts') or '-'} {lvl} {source.ljust(12)} {ev} {_one_line(a.get('message'))}"
+
+
+def _emit_alerts(alerts: list[dict], as_json: bool, follow: bool) -> None:
+    for a in alerts:
+        if as_json:
+            click.echo(json.dumps(a, ensure_ascii=False))
+        else:
+            click.echo(_alert_line(a))
+
+
+def _last_id(alerts: list[dict], current: int) -> int:
+    ids = [a["id"] for a in alerts if isinstance(a.get("id"), int)]
+    return max([current] + ids)
+
+
+@cli.command()
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new alerts as they arrive (Ctrl-C stops).")
+@json_option
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N alerts.")
+@socket_option
+@click.pass_context
+def alerts(ctx, follow, as_json, limit, socket_path):
+    """Show the alert log, or follow it.
+
+    One line per alert: TS LEVEL SOURCE EVENT MESSAGE. --follow tails it (polling twice a second) until Ctrl-C. --json prints a JSON
+    array, or with --follow one JSON object per line.
+    """
+    args: dict[str, Any] = {}
+    if limit is not None:
+        args["limit"] = limit
+    first = _call(ctx, socket_path, "alerts", args) or []
+    if not follow:
+        if as_json:
+            _print_json(first)
+        elif not first:
+            click.echo("no alerts")
+        else:
+            _emit_alerts(first, False, False)
+        return
+    path = _socket(ctx, socket_path)
+    last = _last_id(first, 0)
+    lost = False
+    try:
+        _emit_alerts(first, as_json, True)
+        sys.stdout.flush()
+        while True:
+            time.sleep(FOLLOW_INTERVAL)
+            try:
+                new = call(path, "alerts", {"after_id": last}, timeout=DEFAULT_TIMEOUT) or []
+            except DaemonUnreachable as exc:
+                if not lost:
+                    click.echo(f"healerctl: {exc}; still trying", err=True)
+                    lost = True
+                continue
+            except ControlError as exc:
+                raise CtlError(exc.message or exc.code) from None
+            if lost:
+                click.echo("healerctl: connected to the daemon again", err=True)
+                lost = False
+            _emit_alerts(new, as_json, True)
+            sys.stdout.flush()
+            last = _last_id(new, last)
+    except KeyboardInterrupt:
+        return
+
+
+# -- daemon-wide --------------------------------------------------------------------------
+
+
+def _names(values: Any) -> str:
+    values = list(values or [])
+    return ", ".join(str(v) for v in values) if values else "none"
+
+
+@cli.command()
+@socket_option
+@click.pass_context
+def reload(ctx, socket_path):
+    """Re-read the config and sources directory.
+
+    The same as sending SIGHUP to the daemon. Prints which sources were added, changed and removed.
+    """
+    r = _call(ctx, socket_path, "reload")
+    click.echo(f"reloaded: added {_names(r.get('added'))}; changed {_names(r.get('changed'))}; "
+               f"removed {_names(r.get('removed'))}")
+
+
+@cli.command("resume-healing")
+@socket_option
+@click.pass_context
+def resume_healing(ctx, socket_path):
+    """Turn healing back on after a systemic halt.
+
+    Check the cause first: a halt means the same error hit several sources at once.
+    """
+    _call(ctx, socket_path, "resume_healing")
+    click.echo("healing resumed")
+
+
+# -- fix memory ---------------------------------------------------------------------------
+
+
+def _memory_table(items: list[dict]) -> None:
+    if not items:
+        click.echo("the fix memory is empty")
+        return
+    rows = []
+    for m in items:
+        conf = m.get("confidence_score")
+        rows.append([
+            str(m.get("issue_id", "-")),
+            str(m.get("error_type") or "-"),
+            str(m.get("host") or "-"),
+            "-" if conf is None else f"{float(conf):.2f}",
+            str(m.get("verification_count", 0)),
+            str(m.get("failure_count", 0)),
+            str(len(m.get("affected_sources") or [])),
+            _rel(m.get("last_confirmed_at")),
+            str(m.get("status") or "-"),
+            _one_line(m.get("canonical_title"), 60),
+        ])
+    _table(["ID", "ERROR", "HOST", "CONF", "OK", "FAIL", "SOURCES", "CONFIRMED", "STATUS", "TITLE"], rows)
+
+
+@cli.group(invoke_without_command=True)
+@json_option
+@socket_option
+@click.pass_context
+def memory(ctx, as_json, socket_path):
+    """List or manage the fix memory.
+
+    The fix memory holds known issues and their validated fixes. The Doctor consults it first, so a change seen on one source heals its siblings.
+    Subcommands show one issue in full or forget it.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["memory_socket"] = socket_path
+    if ctx.invoked_subcommand is not None:
+        return
+    r = _call(ctx, socket_path, "memory_list")
+    if as_json:
+        _print_json(r)
+    else:
+        _memory_table(r or [])
+
+
+def _memory_socket(ctx: click.Context, socket_path: str | None) -> str | None:
+    parent = ctx.parent.obj if ctx.parent and isinstance(ctx.parent.obj, dict) else {}
+    return socket_path or parent.get("memory_socket")
+
+
+@memory.command("list")
+@json_option
+@socket_option
+@click.pass_context
+def memory_list(ctx, as_json, socket_path):
+    """List the known issues (the default).
+
+    One row per issue: id, error type, host, confidence, confirmations, failures.
+    """
+    r = _call(ctx, _memory_socket(ctx, socket_path), "memory_list")
+    if as_json:
+        _print_json(r)
+    else:
+        _memory_table(r or [])
+
+
+@memory.command("show")
+@click.argument("issue_id", metavar="ID")
+@json_option
+@socket_option
+@click.pass_context
+def memory_show(ctx, issue_id, as_json, socket_path):
+    """Show one known issue in full.
+
+    Its fix bundle, confirmations and usage; ID is the issue id from `healerctl memory`.
+    """
+    r = _call(ctx, _memory_socket(ctx, socket_path), "memory_show", {"id": issue_id})
+    if as_json:
+        _print_json(r)
+        return
+    click.echo(f"{r.get('issue_id', issue_id)}: {_one_line(r.get('canonical_title'))}")
+    _print_mapping({k: v for k, v in r.items() if k not in ("issue_id", "canonical_title", "fix_bundle", "usage")})
+    if r.get("fix_bundle") is not None:
+        click.echo("fix bundle:")
+        for line in json.dumps(r["fix_bundle"], indent=2, ensure_ascii=False).splitlines():
+            click.echo(f"  {line}")
+    if r.get("usage"):
+        click.echo("usage:")
+        _print_mapping(r["usage"])
+
+
+@memory.command("forget")
+@click.argument("issue_id", metavar="ID")
+@socket_option
+@click.pass_context
+def memory_forget(ctx, issue_id, socket_path):
+    """Delete a known issue from the fix memory.
+
+    Use it for a fix that should never be offered again.
+    """
+    r = _call(ctx, _memory_socket(ctx, socket_path), "memory_forget", {"id": issue_id})
+    click.echo(f"forgot {r.get('forgotten', issue_id)}")
+
+
+def main() -> None:
+    try:
+        cli(prog_name="healerctl")
+    except BrokenPipeError:  # e.g. `healerctl alerts | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

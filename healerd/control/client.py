@@ -1,0 +1,129 @@
+"""Talking to the daemon's control socket, and where that socket and the state live."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import time
+from typing import Any
+
+from healerd.control import protocol
+from healerd.control.protocol import ControlError
+
+SOCKET_NAME = "healerd.sock"
+SYSTEM_SOCKET = "/run/healerd/healerd.sock"  # where the systemd unit's daemon listens
+
+
+class DaemonUnreachable(Exception):
+    """The daemon cannot be reached at `path`; `reason` says why (socket missing, ...)."""
+
+    def __init__(self, reason: str, path: str):
+        self.reason = reason
+        self.path = path
+        super().__init__(f"cannot reach healerd at {path}: {reason}")
+
+
+def _first_dir(value: str | None) -> str | None:
+    """systemd may pass several directories separated by ':'; the first is ours."""
+    if not value:
+        return None
+    first = value.split(":")[0].strip()
+    return first or None
+
+
+def default_state_dir(explicit: str | None = None) -> str:
+    """--state-dir, else $STATE_DIRECTORY (systemd), else $HEALERD_STATE_DIR, else ./healerd-state."""
+    chosen = (
+        explicit
+        or _first_dir(os.environ.get("STATE_DIRECTORY"))
+        or os.environ.get("HEALERD_STATE_DIR")
+        or "healerd-state"
+    )
+    return os.path.abspath(chosen)
+
+
+def default_socket_path(explicit: str | None = None, state_dir: str | None = None) -> str:
+    """--socket / $HEALERD_SOCKET, else $RUNTIME_DIRECTORY/healerd.sock, else <state-dir>/healerd.sock."""
+    chosen = explicit or os.environ.get("HEALERD_SOCKET")
+    if chosen:
+        return os.path.abspath(chosen)
+    runtime = _first_dir(os.environ.get("RUNTIME_DIRECTORY"))
+    if runtime:
+        return os.path.join(os.path.abspath(runtime), SOCKET_NAME)
+    return os.path.join(default_state_dir(state_dir), SOCKET_NAME)
+
+
+def client_socket_path(explicit: str | None = None) -> str:
+    """The socket `healerctl` should use.
+
+    As default_socket_path(); in addition, when nothing names a location (no option, no
+    environment) and ./healerd-state has no socket but the systemd unit's socket exists,
+    that one is used, so `healerctl` works from a shell next to a system daemon.
+    """
+    path = default_socket_path(explicit)
+    named = explicit or any(
+        os.environ.get(v) for v in ("HEALERD_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "HEALERD_STATE_DIR")
+    )
+    if not named and not os.path.exists(path) and os.path.exists(SYSTEM_SOCKET):
+        return SYSTEM_SOCKET
+    return path
+
+
+def _connect_error(exc: OSError, path: str) -> DaemonUnreachable:
+    code = exc.errno
+    if isinstance(exc, FileNotFoundError) or code == errno.ENOENT:
+        return DaemonUnreachable("socket missing (is healerd running?)", path)
+    if isinstance(exc, ConnectionRefusedError) or code == errno.ECONNREFUSED:
+        return DaemonUnreachable("connection refused (no daemon is listening on this socket)", path)
+    if isinstance(exc, PermissionError) or code in (errno.EACCES, errno.EPERM):
+        return DaemonUnreachable("permission denied (are you in the socket's group?)", path)
+    if code == errno.ENOTDIR:
+        return DaemonUnreachable("socket missing (a parent of the path is not a directory)", path)
+    if code == errno.EAGAIN:
+        return DaemonUnreachable("the daemon's connection queue is full; try again", path)
+    if isinstance(exc, TimeoutError):
+        return DaemonUnreachable("timed out connecting", path)
+    return DaemonUnreachable(exc.strerror or str(exc), path)
+
+
+def call(socket_path: str, op: str, args: dict | None = None, timeout: float = 30.0) -> Any:
+    """Send one request and return its result.
+
+    Raises DaemonUnreachable (the daemon cannot be reached, or gave no answer within
+    `timeout` seconds) or ControlError (the daemon answered with an error).
+    """
+    path = os.fspath(socket_path)
+    if len(os.fsencode(path)) > 107:
+        raise DaemonUnreachable("the socket path is too long for a Unix socket (max 107 bytes)", path)
+    request = protocol.encode({"op": op, "args": args or {}})
+    deadline = time.monotonic() + timeout
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(min(timeout, 10.0))
+        try:
+            sock.connect(path)
+        except OSError as exc:
+            raise _connect_error(exc, path) from None
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon answered early (busy, forbidden, too_large) and closed: read that answer
+        except TimeoutError:
+            raise DaemonUnreachable(f"no answer within {timeout:g}s", path) from None
+        try:
+            response = protocol.read_frame(sock, protocol.MAX_RESPONSE, deadline)
+        except TimeoutError:
+            raise DaemonUnreachable(f"no answer within {timeout:g}s", path) from None
+        except (EOFError, ConnectionResetError):
+            raise DaemonUnreachable("the daemon closed the connection without answering", path) from None
+        except ControlError as exc:
+            raise ControlError("internal_error", f"unreadable answer from the daemon: {exc.message}") from None
+        except OSError as exc:
+            raise DaemonUnreachable(f"error reading the answer: {exc.strerror or exc}", path) from None
+    finally:
+        sock.close()
+    if response.get("ok") is True:
+        return response.get("result")
+    raise ControlError.from_dict(response.get("error"))
