@@ -1,0 +1,273 @@
+"""Score the built-in healer (and optionally Scrapling's adaptive mode) on a corpus folder.
+
+    python bench/heal.py CORPUS_DIR [--peer scrapling] [--case SUBSTRING] [--verbose]
+
+Reads every case.json below CORPUS_DIR (corpus format: see the corpus README),
+heals, judges, prints a table per case and, as its last line, one JSON object:
+{"cases", "heal_rate", "false_positive_rate", "negatives_refused", "median_ms"}
+(with --peer, a "peer" object with the same figures for the peer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+from healerd.blueprint import Blueprint, FieldSpec
+from healerd.extract import extract, first_number
+from healerd.heal.builtin import heal
+
+
+def load_cases(root: str, needle: str | None) -> list[tuple[str, dict]]:
+    out = []
+    for dirpath, _dirs, files in os.walk(root):
+        if "case.json" in files:
+            with open(os.path.join(dirpath, "case.json"), encoding="utf-8") as fh:
+                case = json.load(fh)
+            if needle and needle not in case.get("id", dirpath):
+                continue
+            out.append((dirpath, case))
+    out.sort(key=lambda t: t[1].get("id", t[0]))
+    return out
+
+
+def blueprint_of(case: dict) -> Blueprint:
+    fields = {name: FieldSpec(name, f["selector"], f.get("type", "str"), f.get("attr"))
+              for name, f in case["fields"].items()}
+    return Blueprint(fields=fields, items=case.get("items"))
+
+
+def same(got: Any, want: Any, ftype: str) -> bool:
+    if want is None:
+        return got is None
+    if ftype == "str":
+        return got == want
+    return first_number(str(got)) == first_number(str(want)) if got is not None else False
+
+
+def matches_expected(raw: Any, expected: Any, case: dict) -> bool:
+    types = {n: f.get("type", "str") for n, f in case["fields"].items()}
+    if case.get("items"):
+        if not isinstance(raw, list) or len(raw) != len(expected):
+            return False
+        pairs = list(zip(raw, expected))
+    else:
+        pairs = [(raw, expected)]
+    return all(same(g.get(n), w.get(n), types[n]) for g, w in pairs for n in types)
+
+
+def judge(case: dict, ok: bool, new_bp: Blueprint | None, changed: bool, after_html: str) -> tuple[str, Any]:
+    """Verdict for one outcome: healed / refused-correct / refused / WRONG / control-kept / CONTROL-CHANGED."""
+    if case.get("no_break"):
+        if ok and not changed:
+            return "control-kept", None
+        if not ok:
+            return "refused", None  # a refused control is a missed heal, not a false positive
+        raw = extract(after_html, new_bp).raw
+        return ("control-kept" if matches_expected(raw, case["expected_after"], case) else "CONTROL-CHANGED"), raw
+    if not ok:
+        return ("refused-correct" if not case["heal_possible"] else "refused"), None
+    raw = extract(after_html, new_bp).raw
+    if not case["heal_possible"]:
+        return "WRONG", raw
+    return ("healed" if matches_expected(raw, case["expected_after"], case) else "WRONG"), raw
+
+
+def figures(rows: list[dict]) -> dict:
+    healable = [r for r in rows if r["heal_possible"] and not r["no_break"]]
+    negatives = [r for r in rows if not r["heal_possible"]]
+    fp = sum(1 for r in rows if r["verdict"] in ("WRONG", "CONTROL-CHANGED"))
+    return {
+        "cases": len(rows),
+        "heal_rate": round(sum(1 for r in healable if r["verdict"] == "healed") / max(len(healable), 1), 4),
+        "false_positive_rate": round(fp / max(len(rows), 1), 4),
+        "negatives_refused": round(sum(1 for r in negatives if r["verdict"] == "refused-correct") / max(len(negatives), 1), 4),
+        "median_ms": round(statistics.median(r["ms"] for r in rows), 2) if rows else 0.0,
+    }
+
+
+def run_builtin(case: dict, before: str, after: str) -> tuple[bool, Blueprint | None, bool, str]:
+    bp = blueprint_of(case)
+    old = extract(before, bp).data
+    res = heal(bp, before, old, after)
+    return res.ok, res.blueprint, (res.ok and not res.unchanged and bool(res.changed)), res.reason
+
+
+def scrapling_runner() -> Callable | None:
+    try:
+        from scrapling.parser import Selector as ScSelector  # scrapling >= 0.3
+    except Exception:
+        try:
+            from scrapling.parser import Adaptor as ScSelector  # older scrapling
+        except Exception:
+            return None
+    import tempfile
+
+    def run(case: dict, before: str, after: str):
+        """Scrapling adaptive: save fingerprints on before, relocate on after; its answer is the relocated values."""
+        storage_dir = tempfile.mkdtemp(prefix="scrapling-bench-")
+        kwargs_common = dict(url="https://bench.example/", storage_args={"storage_file": os.path.join(storage_dir, "s.db"), "url": "https://bench.example/"})
+        try:
+            b = _sc_make(ScSelector, before, kwargs_common)
+            a = _sc_make(ScSelector, after, kwargs_common)
+        except Exception as exc:  # pragma: no cover - depends on the installed version
+            return False, None, False, f"scrapling error: {exc}"
+        fields = case["fields"]
+        items = case.get("items")
+
+        def val(el, attr):
+            if el is None:
+                return None
+            if attr:
+                return el.attrib.get(attr)
+            return " ".join(str(el.get_all_text(separator="")).split())
+
+        def relocate(doc_b, doc_a, css, ident):
+            old = doc_b.css(css)
+            if old:
+                for o in old:
+                    doc_b.save(o, ident)
+            now = doc_a.css(css)
+            if now:
+                return list(now)
+            got = _sc_adaptive(doc_a, css, ident)
+            return list(got or [])
+
+        if items:
+            conts = relocate(b, a, items, "items")
+            if not conts:
+                return False, None, False, "no containers"
+            out = []
+            for k, c in enumerate(conts):
+                rec = {}
+                oldc = b.css(items)
+                for name, f in fields.items():
+                    ident = f"f:{name}"
+                    if k < len(oldc):
+                        o = oldc[k].css(f["selector"])
+                        if o:
+                            b.save(o[0], ident)
+                    got = c.css(f["selector"])
+                    el = got[0] if got else None
+                    if el is None:
+                        rel = _sc_adaptive(a, f["selector"], ident)
+                        el = next((x for x in (rel or []) if _inside(x, c)), None)
+                    rec[name] = val(el, f.get("attr"))
+                out.append(rec)
+            return True, out, True, ""
+        rec = {}
+        for name, f in fields.items():
+            got = relocate(b, a, f["selector"], f"f:{name}")
+            rec[name] = val(got[0], f.get("attr")) if got else None
+        return True, rec, True, ""
+
+    return run
+
+
+def _sc_make(cls, html, common):
+    try:
+        return cls(html, url=common["url"], adaptive=True, storage_args=common["storage_args"])
+    except TypeError:
+        return cls(html, url=common["url"], auto_match=True, storage_args=common["storage_args"])
+
+
+def _sc_adaptive(doc, css, ident):
+    try:
+        return doc.css(css, identifier=ident, adaptive=True)
+    except TypeError:
+        return doc.css(css, identifier=ident, auto_match=True)
+
+
+def _inside(el, container) -> bool:
+    p = el
+    while p is not None:
+        if p == container:
+            return True
+        p = p.parent
+    return False
+
+
+def judge_values(case: dict, ok: bool, values: Any) -> str:
+    """Verdict when the peer returns values rather than a blueprint."""
+    if not ok:
+        return "refused" if case["heal_possible"] else "refused-correct"
+    good = matches_expected(values, case["expected_after"], case)
+    if case.get("no_break"):
+        return "control-kept" if good else "CONTROL-CHANGED"
+    if not case["heal_possible"]:
+        # a peer that returns values always answers; right only if the gone fields came back null
+        return "refused-correct" if good else "WRONG"
+    return "healed" if good else "WRONG"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--peer", choices=["scrapling"])
+    ap.add_argument("--case")
+    ap.add_argument("--verbose", action="store_true", help="print extraction vs expected for failing cases")
+    args = ap.parse_args(argv)
+    if not os.path.isdir(args.corpus):
+        print(f"error: {args.corpus} is not a folder", file=sys.stderr)
+        return 2
+    cases = load_cases(args.corpus, args.case)
+    if not cases:
+        print(f"error: no case.json below {args.corpus}", file=sys.stderr)
+        return 2
+    peer = None
+    if args.peer == "scrapling":
+        peer = scrapling_runner()
+    rows, peer_rows = [], []
+    print(f"{'case':<66} {'kind':<14} {'verdict':<18} {'ms':>8}" + (f"  {'scrapling':<18}" if peer else ""))
+    for path, case in cases:
+        with open(os.path.join(path, "before.html"), encoding="utf-8", errors="replace") as fh:
+            before = fh.read()
+        with open(os.path.join(path, "after.html"), encoding="utf-8", errors="replace") as fh:
+            after = fh.read()
+        t0 = time.perf_counter()
+        try:
+            ok, new_bp, changed, reason = run_builtin(case, before, after)
+        except Exception as exc:
+            ok, new_bp, changed, reason = False, None, False, f"CRASH {type(exc).__name__}: {exc}"
+        ms = (time.perf_counter() - t0) * 1000
+        verdict, raw = judge(case, ok, new_bp, changed, after)
+        row = {"id": case["id"], "kind": case["kind"], "verdict": verdict, "ms": ms,
+               "heal_possible": case["heal_possible"], "no_break": bool(case.get("no_break"))}
+        rows.append(row)
+        line = f"{case['id'][:66]:<66} {case['kind']:<14} {verdict:<18} {ms:8.1f}"
+        if peer:
+            t1 = time.perf_counter()
+            try:
+                pok, pvals, _, _ = peer(case, before, after)
+                pverdict = judge_values(case, pok, pvals)
+            except Exception as exc:
+                pverdict = "refused" if case["heal_possible"] else "refused-correct"
+                pverdict += f" (error {type(exc).__name__})"
+            pms = (time.perf_counter() - t1) * 1000
+            peer_rows.append({**row, "verdict": pverdict.split(" (")[0], "ms": pms})
+            line += f"  {pverdict:<18}"
+        print(line)
+        if args.verbose and verdict not in ("healed", "refused-correct", "control-kept"):
+            print(f"    reason: {reason}")
+            if new_bp is not None:
+                print(f"    blueprint: items={new_bp.items!r} {new_bp.selectors()}")
+            print(f"    got:      {json.dumps(raw, ensure_ascii=False)[:600]}")
+            print(f"    expected: {json.dumps(case['expected_after'], ensure_ascii=False)[:600]}")
+    result = figures(rows)
+    if args.peer == "scrapling":
+        if peer is None:
+            print(json.dumps(result))
+            print("error: --peer scrapling: scrapling is not installed (pip install scrapling)", file=sys.stderr)
+            return 3
+        result["peer"] = {"name": "scrapling", **figures(peer_rows)}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,715 @@
+"""The built-in selector healer: repair broken CSS selectors without an LLM.
+
+Given a blueprint, the last good page, the records the blueprint extracted
+from it and the current page, `heal` either returns a repaired blueprint that
+was checked on the current page, or refuses with the names of the fields whose
+data it cannot find. Evidence, strongest first: the old value found again
+(exactly, then nearly), the label that named the old node (column header,
+<label>, <dt>, preceding text), and structural likeness (tag, classes,
+attributes, ancestors, position). Ambiguous matches (a runner-up within the
+margin) are refused: a refusal is a right answer, a wrong value is the worst.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from healerd.blueprint import Blueprint, FieldSpec
+from healerd.extract import coerce, extract, first_number
+from healerd.heal.fingerprint import Fingerprint, Page, fingerprint, norm_label, similarity, text_shape
+from healerd.heal.selectors import (
+    Selector,
+    all_matches,
+    first_in,
+    items_selector,
+    relaxed_first,
+    relaxed_selector,
+    relaxations,
+    lexbor_first_in,
+    relative_selectors,
+    single_selector,
+)
+
+# thresholds (explicit so they can be reasoned about and tuned in one place)
+MARGIN = 0.12             # best must beat the runner-up by this much (combined score)
+MIN_SIM_EXACT = 0.30      # structural floor for a unique, distinctive exact value
+MIN_SIM_WEAK = 0.55       # ... for a short/numeric value without a matching label
+MIN_SIM_NEAR = 0.50       # ... for a near (containment) value match without a label
+MIN_SIM_LABEL = 0.55      # ... for a label-only match (value changed)
+MIN_SIM_LABEL_SAME_TAG = 0.30  # ... when the node kind (tag) is unchanged
+MIN_SIM_KEEP = 0.75       # the old selector's node is kept when its value changed but it still looks the same
+MAX_VALUE_HITS = 8        # values found in more places than this carry no evidence for containers
+MAX_FIELD_SELECTORS = 250
+
+
+@dataclass
+class HealResult:
+    ok: bool
+    blueprint: Blueprint | None
+    reason: str
+    changed: dict[str, str]
+    unchanged: bool = False
+    confidence: float = 0.0
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class Candidate:
+    node: int
+    score: float          # combined: value evidence + label + structure
+    sim: float            # structural likeness 0..1
+    label_match: bool
+    kind: str             # exact | near | label | current | shared
+    closeness: float = 1.0
+
+
+# ---------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------
+
+def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict], after_html: str) -> HealResult:
+    """Repair `blueprint` for `after_html`, or refuse naming the fields whose data is gone."""
+    if blueprint.parser or any(f.css is None for f in blueprint.fields.values()):
+        return HealResult(False, None, "code blueprint: the built-in healer repairs CSS selectors only", {})
+    before = Page(before_html)
+    after = Page(after_html)
+    old = extract(before.tree, blueprint)
+    if not _records_match_shape(old_records, blueprint):
+        return HealResult(False, None, "old records do not have the blueprint's shape", {})
+    now = extract(after.tree, blueprint)
+    if _consistent(now.data, old_records, blueprint):
+        return HealResult(True, blueprint, "the blueprint still works: nothing to heal", {}, unchanged=True, confidence=1.0)
+    if blueprint.items:
+        return _heal_items(blueprint, before, after, old.raw, old_records)
+    return _heal_single(blueprint, before, after, old.raw, old_records)
+
+
+def _records_match_shape(records: Any, bp: Blueprint) -> bool:
+    if bp.items:
+        return isinstance(records, list) and all(isinstance(r, dict) for r in records)
+    return isinstance(records, dict)
+
+
+def _same_value(a: Any, b: Any, ftype: str) -> bool:
+    if ftype == "str":
+        return a == b
+    return a is not None and b is not None and float(a) == float(b)
+
+
+def _consistent(now: Any, old: Any, bp: Blueprint) -> bool:
+    """True when the old blueprint gives the old records again on the current page."""
+    if bp.items:
+        if not isinstance(now, list) or len(now) != len(old) or not now:
+            return False
+        pairs = list(zip(now, old))
+    else:
+        pairs = [(now, old)]
+    for got, want in pairs:
+        for name, spec in bp.fields.items():
+            if want.get(name) is None:
+                if got.get(name) is None and spec.required and not bp.items:
+                    return False
+                continue
+            if not _same_value(got.get(name), want.get(name), spec.type):
+                return False
+    return True
+
+
+# ---------------------------------------------------------------------------
+# single-record pages
+# ---------------------------------------------------------------------------
+
+def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_records: dict) -> HealResult:
+    root_b = before.tree.root
+    root_a = after.tree.root
+    old_nodes: dict[str, int | None] = {}
+    fps: dict[str, Fingerprint] = {}
+    for name, spec in bp.fields.items():
+        i = before.index_of(root_b.css_first(spec.css))
+        old_nodes[name] = i
+        if i is not None:
+            fps[name] = fingerprint(before, i, old_raw.get(name))
+    # fields that sat on the same old node (e.g. a link's text and href)
+    partners = {n: [m for m in bp.fields if m != n and old_nodes[m] is not None and old_nodes[m] == old_nodes[n]]
+                for n in bp.fields}
+
+    decisions: dict[str, tuple[str, Candidate | None, str]] = {}   # name -> (status, cand, why)
+    details: dict[str, dict] = {}
+    for name, spec in bp.fields.items():
+        old_value = old_raw.get(name)
+        cur = after.index_of(root_a.css_first(spec.css))
+        cur_value = after.value(cur, spec.attr) if cur is not None else None
+        if old_value is None or name not in fps:
+            decisions[name] = ("kept", None, "no old value to relocate")
+            continue
+        if cur_value == old_value:
+            decisions[name] = ("kept", None, "old selector gives the old value")
+            continue
+        partner_values = {after_attr: old_raw.get(p) for p in partners[name]
+                          for after_attr in [bp.fields[p].attr]}
+        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values)
+        decisions[name] = (status, cand, why)
+        details[name] = _detail(status, cand, runner, why, after, spec)
+
+    # fields whose value changed but whose old node was shared with a found field follow it
+    for name, (status, cand, why) in list(decisions.items()):
+        if status != "gone":
+            continue
+        for p in partners[name]:
+            pst, pc, _ = decisions[p]
+            node = pc.node if pc else after.index_of(root_a.css_first(bp.fields[p].css)) if pst == "kept" else None
+            spec = bp.fields[name]
+            if node is not None and after.value(node, spec.attr):
+                c = Candidate(node, pc.score if pc else 1.0, pc.sim if pc else 1.0, False, "shared")
+                decisions[name] = ("healed", c, f"same node as field {p!r}")
+                details[name] = _detail("healed", c, None, f"same node as field {p!r}", after, spec)
+                break
+
+    _drop_collisions_single(bp, after, old_nodes, decisions, details)
+    gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous") and bp.fields[n].required]
+    if gone:
+        return _refusal(gone, decisions, details)
+
+    new_fields = dict(bp.fields)
+    changed: dict[str, str] = {}
+    selector_for_node: dict[tuple[int, str | None], str | None] = {}
+    for name, (status, cand, why) in decisions.items():
+        if status != "healed" or cand is None:
+            continue
+        spec = bp.fields[name]
+        key = (cand.node, spec.attr)
+        if key not in selector_for_node:
+            selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=spec.attr)
+                                      or relaxed_first(after, spec.css, cand.node))
+        css = selector_for_node[key]
+        if css is None:
+            details.setdefault(name, {})["why"] = "found the node but no selector picks it out"
+            return _refusal([name], {**decisions, name: ("gone", None, "no unique selector")}, details)
+        new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+        changed[name] = css
+        details[name]["selector"] = css
+    if not changed:
+        return HealResult(True, bp, "the old selectors still find their fields", {}, unchanged=True,
+                          confidence=0.8, details=details)
+    new_bp = bp.with_fields(new_fields)
+    # verification: the new blueprint gives the intended values on the current page
+    check = extract(after.tree, new_bp).raw
+    for name in changed:
+        cand = decisions[name][1]
+        if check.get(name) != after.value(cand.node, bp.fields[name].attr):
+            return _refusal([name], decisions, details, note="verification failed")
+    conf = min(_confidence(decisions[n][1]) for n in changed)
+    summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
+    return HealResult(True, new_bp, summary, changed, confidence=conf, details=details)
+
+
+_EVIDENCE_RANK = {"current": 4, "exact": 3, "shared": 2, "near": 1, "label": 0}
+
+
+def _drop_collisions_single(bp: Blueprint, after: Page, old_nodes: dict, decisions: dict, details: dict) -> None:
+    """Fields that had different nodes before must not land on the same node now; the weaker one is refused."""
+    root = after.tree.root
+    def new_node(name):
+        st, cand, _ = decisions[name]
+        if st == "healed" and cand is not None:
+            return cand.node, _EVIDENCE_RANK.get(cand.kind, 0), cand.score
+        if st == "kept":
+            return after.index_of(root.css_first(bp.fields[name].css)), 5, 9.0
+        return None, -1, 0.0
+    names = list(bp.fields)
+    for x, a in enumerate(names):
+        for b in names[x + 1:]:
+            if old_nodes[a] is None or old_nodes[a] == old_nodes[b]:
+                continue
+            na, ra, sa = new_node(a)
+            nb, rb, sb = new_node(b)
+            if na is None or na != nb:
+                continue
+            loser = b if (ra, sa) >= (rb, sb) else a
+            if decisions[loser][0] != "healed":
+                continue
+            why = f"would take the node of field {a if loser == b else b!r}"
+            decisions[loser] = ("gone", None, why)
+            details[loser] = {**details.get(loser, {}), "status": "gone", "why": why}
+
+
+def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: int | None,
+            partner_values: dict) -> tuple[str, Candidate | None, str, Candidate | None]:
+    """Find the node that now carries field data: (status, best, why, runner-up)."""
+    weak = _is_weak(old_value)
+    exact = _exact_candidates(fp, old_value, spec.attr, after, partner_values, None)
+    if exact:
+        best, runner = exact[0], (exact[1] if len(exact) > 1 else None)
+        floor = MIN_SIM_WEAK if (weak and not best.label_match) else MIN_SIM_EXACT
+        if best.sim < floor and not best.label_match:
+            return "gone", None, f"the old value is only found in unlike places (likeness {best.sim:.2f})", best
+        if runner is not None and best.score - runner.score < MARGIN:
+            return "ambiguous", None, f"two places carry the old value ({best.score:.2f} vs {runner.score:.2f})", runner
+        return "healed", best, "old value found" + (" with its label" if best.label_match else ""), runner
+    near = _near_candidates(fp, old_value, spec.attr, after, partner_values, None)
+    if near:
+        best, runner = near[0], (near[1] if len(near) > 1 else None)
+        if best.label_match or best.sim >= MIN_SIM_NEAR:
+            if runner is None or best.score - runner.score >= MARGIN:
+                return "healed", best, f"old value found nearly (closeness {best.closeness:.2f})", runner
+            return "ambiguous", None, "several places nearly carry the old value", runner
+    labelled = _label_candidates(fp, spec.attr, after)
+    if labelled:
+        best, runner = labelled[0], (labelled[1] if len(labelled) > 1 else None)
+        likely = best.sim >= MIN_SIM_LABEL or (after.tags[best.node] == fp.tag and best.sim >= MIN_SIM_LABEL_SAME_TAG)
+        if likely and (runner is None or best.score - runner.score >= MARGIN):
+            return "healed", best, f"value changed; found by its label {fp.label!r}", runner
+    if cur is not None and after.value(cur, spec.attr):
+        sim = similarity(fp, after, cur)
+        same_label = bool(fp.label) and after.label(cur) == fp.label
+        if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
+            return "kept", None, "value changed in place (same node kind)", None
+    return "gone", None, "the old value is nowhere on the page", None
+
+
+def _is_weak(value: str) -> bool:
+    """Short or plain-number values occur by chance; they need more than the value as evidence."""
+    shape = text_shape(value)
+    return len(value) < 4 or (shape in ("number", "money") and len(value) < 8) or (shape == "word" and len(value) < 6)
+
+
+def _score(fp: Fingerprint, after: Page, i: int, value_weight: float, attr: str | None, partner_values: dict) -> Candidate:
+    sim = similarity(fp, after, i, after.value(i, None) if attr else None)
+    label_match = bool(fp.label) and after.label(i) == fp.label
+    bonus = 0.0
+    for pattr, pval in partner_values.items():
+        if pval is not None and after.value(i, pattr) == pval:
+            bonus += 0.3
+    score = value_weight + sim + (0.5 if label_match else 0.0) + bonus
+    return Candidate(i, score, sim, label_match, "exact")
+
+
+def _best_of_chain(fp: Fingerprint, after: Page, members: list[int], attr, partner_values, weight) -> Candidate:
+    cands = [_score(fp, after, m, weight, attr, partner_values) for m in members]
+    cands.sort(key=lambda c: (-c.score, -after.depth[c.node]))
+    return cands[0]
+
+
+def _exact_candidates(fp, value, attr, after: Page, partner_values, within) -> list[Candidate]:
+    hits = after.exact(value, attr, within)
+    out: list[Candidate] = []
+    if attr:
+        out = [_score(fp, after, i, 2.0, attr, partner_values) for i in hits[:50]]
+    else:
+        seen: set[int] = set()
+        for i in hits:
+            if i in seen:
+                continue
+            members = after.chain_members(i)
+            seen.update(members)
+            out.append(_best_of_chain(fp, after, members, attr, partner_values, 2.0))
+            if len(out) >= 50:
+                break
+    out.sort(key=lambda c: (-c.score, c.node))
+    return out
+
+
+def _near_candidates(fp, value, attr, after: Page, partner_values, within) -> list[Candidate]:
+    out: list[Candidate] = []
+    seen: set[int] = set()
+    for i, closeness in after.near(value, attr, within):
+        if i in seen:
+            continue
+        members = [i] if attr else after.chain_members(i)
+        seen.update(members)
+        c = _best_of_chain(fp, after, members, attr, partner_values, 1.0 + closeness)
+        c.kind, c.closeness = "near", closeness
+        out.append(c)
+    out.sort(key=lambda c: (-c.score, c.node))
+    return out
+
+
+def _label_candidates(fp: Fingerprint, attr: str | None, after: Page) -> list[Candidate]:
+    """Nodes named by the old label (value changed): near the label text, same label, scored by likeness."""
+    if not fp.label or fp.label_kind not in ("column", "for", "dt", "label"):
+        return []
+    label_nodes = [i for t, idxs in after.text_index.items() if len(t) <= 60 and norm_label(t) == fp.label for i in idxs]
+    region: list[int] = []
+    for ln in label_nodes[:20]:
+        for start in (ln, after.parent[ln]):
+            if start < 0 or after.parent[start] < 0:
+                continue
+            sibs = after.children[after.parent[start]]
+            k = sibs.index(start)
+            for s in sibs[k + 1:k + 3]:
+                region.extend(range(s, min(after.end[s], s + 30)))
+        if after.tags[ln] == "th":
+            table = ln
+            while table >= 0 and after.tags[table] != "table":
+                table = after.parent[table]
+            if table >= 0:
+                region.extend(j for j in range(table, min(after.end[table], table + 400)) if after.tags[j] in ("td", "th"))
+    out: list[Candidate] = []
+    for i in sorted(set(region)):
+        if after.label(i) != fp.label:
+            continue
+        value = after.value(i, attr)
+        if not value or text_shape(value) != fp.shape or value == fp.label:
+            continue
+        sim = similarity(fp, after, i)
+        out.append(Candidate(i, 0.5 + sim, sim, True, "label"))
+    # one candidate per visible text occurrence: keep the likeliest node of each chain
+    best: dict[int, Candidate] = {}
+    for c in out:
+        top = after.chain_members(c.node)[0] if not attr else c.node
+        if top not in best or c.score > best[top].score:
+            best[top] = c
+    return sorted(best.values(), key=lambda c: (-c.score, c.node))
+
+
+def _confidence(c: Candidate | None) -> float:
+    if c is None:
+        return 0.0
+    base = {"exact": 0.7, "shared": 0.65, "near": 0.5, "label": 0.45}.get(c.kind, 0.4)
+    return round(min(1.0, base + 0.3 * c.sim), 3)
+
+
+def _detail(status, cand, runner, why, after: Page, spec: FieldSpec) -> dict:
+    d = {"status": status, "why": why}
+    if cand is not None:
+        d.update(score=round(cand.score, 3), likeness=round(cand.sim, 3), evidence=cand.kind,
+                 value=after.value(cand.node, spec.attr))
+    if runner is not None:
+        d["runner_up"] = round(runner.score, 3)
+    return d
+
+
+def _refusal(names: list[str], decisions: dict, details: dict, note: str = "") -> HealResult:
+    parts = []
+    for n in names:
+        st, _, why = decisions.get(n, ("gone", None, ""))
+        parts.append(f"{n} ({why})" if why else n)
+    reason = ("cannot heal: " + ", ".join(parts)) + (f" [{note}]" if note else "")
+    return HealResult(False, None, reason, {}, details=details)
+
+
+# ---------------------------------------------------------------------------
+# pages with repeated records (`items`)
+# ---------------------------------------------------------------------------
+
+def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_records: list) -> HealResult:
+    names = list(bp.fields)
+    old_containers = [before.index_of(n) for n in before.tree.css(bp.items)]
+    if not old_containers or not old_raw:
+        return HealResult(False, None, "items: the old blueprint found no records on the last good page", {})
+    # old field nodes (fingerprints from the first record that has the field)
+    fps: dict[str, Fingerprint] = {}
+    shared: dict[str, list[str]] = {n: [] for n in names}
+    for name, spec in bp.fields.items():
+        for k, c in enumerate(old_containers):
+            node = before.index_of(before.nodes[c].css_first(spec.css))
+            if node is not None:
+                fps[name] = fingerprint(before, node, old_raw[k][name])
+                break
+    for name in names:
+        for other in names:
+            if other != name and _same_old_nodes(before, old_containers, bp.fields[name].css, bp.fields[other].css):
+                shared[name].append(other)
+
+    details: dict[str, Any] = {}
+    cur = [after.index_of(n) for n in after.tree.css(bp.items)]
+    items_css = bp.items
+    if _containers_hold_records(after, cur, old_raw, bp):
+        containers = cur
+        records = list(range(len(cur)))
+        details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
+    else:
+        found = _find_containers(after, old_raw, bp)
+        if found is None:
+            details["items"] = {"status": "gone", "why": "record containers not found"}
+            return HealResult(False, None, "cannot heal: items (the records' values are not found on the page)",
+                              {}, details=details)
+        containers, records = found
+        items_css = relaxed_selector(after, bp.items, containers) or items_selector(after, containers)
+        if items_css is None:
+            details["items"] = {"status": "gone", "why": "no selector picks out exactly the record containers"}
+            return HealResult(False, None, "cannot heal: items (no selector picks out the record containers)",
+                              {}, details=details)
+        details["items"] = {"status": "healed", "selector": items_css, "count": len(containers),
+                            "why": f"{len(containers)} containers carrying the old records' values"}
+
+    new_fields: dict[str, FieldSpec] = {}
+    decisions: dict[str, tuple[str, str]] = {}
+    for name, spec in bp.fields.items():
+        status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, fps.get(name))
+        decisions[name] = (status, why)
+        details[name] = {"status": status, "why": why, **info}
+        if css:
+            new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+    # fields whose values changed follow the field they shared a node with
+    for name, spec in bp.fields.items():
+        if decisions[name][0] != "gone":
+            continue
+        for other in shared[name]:
+            if other in new_fields and decisions[other][0] in ("healed", "kept"):
+                css = new_fields[other].css
+                vals = [after.value(n, spec.attr) if n is not None else None
+                        for n in (lexbor_first_in(after, c, css) for c in containers)]
+                if all(v for v in vals):
+                    new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+                    decisions[name] = ("healed", f"same node as field {other!r}")
+                    details[name] = {"status": "healed", "why": f"same node as field {other!r}", "selector": css}
+                    break
+
+    _drop_collisions_items(bp, before, old_containers, after, containers, new_fields, decisions, details, shared)
+    gone = [n for n, (st, _) in decisions.items() if st != "healed" and st != "kept" and bp.fields[n].required]
+    if gone:
+        reason = "cannot heal: " + ", ".join(f"{n} ({decisions[n][1]})" for n in gone)
+        return HealResult(False, None, reason, {}, details=details)
+    changed = {n: new_fields[n].css for n in names if new_fields[n].css != bp.fields[n].css}
+    if items_css != bp.items:
+        changed["items"] = items_css
+    if not changed:
+        return HealResult(True, bp, "the old selectors still find their fields", {}, unchanged=True,
+                          confidence=0.8, details=details)
+    new_bp = bp.with_fields({n: new_fields[n] for n in names}, items=items_css)
+    got = extract(after.tree, new_bp)
+    if got.item_count != len(containers):
+        return HealResult(False, None, "cannot heal: items (verification: wrong record count)", {}, details=details)
+    summary = "; ".join(f"{k} -> {v}" for k, v in changed.items())
+    conf = min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names])
+    return HealResult(True, new_bp, summary, changed, confidence=round(conf, 3), details=details)
+
+
+def _drop_collisions_items(bp, before, old_containers, after, containers, new_fields, decisions, details, shared) -> None:
+    """Fields with their own node in the old records must keep their own node in the new ones."""
+    def nodes(css):
+        return [lexbor_first_in(after, c, css) for c in containers]
+    def strength(name):
+        st = decisions[name][0]
+        return 2.0 if st == "kept" else details[name].get("confidence", 0.5)
+    names = [n for n in bp.fields if n in new_fields and decisions[n][0] in ("healed", "kept")]
+    got = {n: nodes(new_fields[n].css) for n in names}
+    for x, a in enumerate(names):
+        for b in names[x + 1:]:
+            if b in shared[a] or decisions[a][0] not in ("healed", "kept") or decisions[b][0] not in ("healed", "kept"):
+                continue
+            same = sum(1 for p, q in zip(got[a], got[b]) if p is not None and p == q)
+            if same * 2 < max(1, len(containers)):
+                continue
+            loser = b if strength(a) >= strength(b) else a
+            if decisions[loser][0] == "kept":
+                continue
+            why = f"would take the node of field {a if loser == b else b!r}"
+            decisions[loser] = ("gone", why)
+            details[loser] = {"status": "gone", "why": why}
+            new_fields.pop(loser, None)
+
+
+def _same_old_nodes(before: Page, containers: list[int], css_a: str, css_b: str) -> bool:
+    if css_a == css_b:
+        return True
+    for c in containers[:3]:
+        a = before.nodes[c].css_first(css_a)
+        b = before.nodes[c].css_first(css_b)
+        if a is None or b is None or a.mem_id != b.mem_id:
+            return False
+    return True
+
+
+def _distinctive(old_raw: list, name: str) -> list[bool]:
+    vals = [r.get(name) for r in old_raw]
+    counts: dict[str, int] = {}
+    for v in vals:
+        if v:
+            counts[v] = counts.get(v, 0) + 1
+    return [bool(v) and len(v) >= 2 and counts[v] == 1 for v in vals]
+
+
+def _containers_hold_records(after: Page, cur: list, old_raw: list, bp: Blueprint) -> bool:
+    """The current items selector still finds the records (most records' values inside their container)."""
+    if not cur or len(cur) != len(old_raw) or any(c is None for c in cur):
+        return False
+    hits = total = 0
+    for name, spec in bp.fields.items():
+        for k, v in enumerate(old_raw):
+            value = v.get(name)
+            if not value:
+                continue
+            total += 1
+            if after.exact(value, spec.attr, within=cur[k]):
+                hits += 1
+    return total > 0 and hits >= 0.8 * total
+
+
+def _find_containers(after: Page, old_raw: list, bp: Blueprint) -> tuple[list[int], list[int]] | None:
+    """New record containers: the widest nodes that hold one record's values and no other record's."""
+    n_rec = len(old_raw)
+    # positions (document order) of each record's value nodes, per ancestor
+    spans: dict[int, dict[int, list]] = {}          # ancestor -> record -> [first, last, fields]
+    for name, spec in bp.fields.items():
+        distinct = _distinctive(old_raw, name)
+        for r, rec in enumerate(old_raw):
+            v = rec.get(name)
+            if not v or (n_rec > 1 and not distinct[r]):
+                continue
+            hits = after.exact(v, spec.attr)
+            if not hits or len(hits) > MAX_VALUE_HITS * (1 if spec.attr else 3):
+                continue
+            for h in hits:
+                for a in after.ancestors(h):  # a container holds its values below itself
+                    slot = spans.setdefault(a, {}).setdefault(r, [h, h, set()])
+                    slot[0], slot[1] = min(slot[0], h), max(slot[1], h)
+                    slot[2].add(name)
+    # a node can hold record r when r's values come before any other record's inside it
+    # (css_first picks the first match, so nested records are fine)
+    per_record: dict[int, list[tuple[int, int]]] = {}
+    for a, recs in spans.items():
+        for r, (lo, hi, names) in recs.items():
+            if all(hi < olo for o, (olo, _, _) in recs.items() if o != r):
+                per_record.setdefault(r, []).append((a, len(names)))
+    if not per_record:
+        return None
+    if n_rec == 1:
+        cands = per_record[0]
+        top = max(c[1] for c in cands)
+        lca_like = max((a for a, s in cands if s == top), key=lambda a: after.depth[a])
+        return [lca_like], [0]
+    # each record's best node: most of its fields, then the widest
+    def rank(a: int, s: int) -> tuple:
+        return (s, -after.depth[a], -a)
+    # the container kind most records agree on: tag under the same kind of parent
+    def sig(a: int) -> tuple:
+        p = after.parent[a]
+        return (after.tags[a], after.tags[p] if p >= 0 else "", tuple(sorted(after.classes(p))) if p >= 0 else ())
+    by_sig: dict[tuple, dict[int, tuple[int, int]]] = {}
+    for r, cands in per_record.items():
+        for a, n in cands:
+            slot = by_sig.setdefault(sig(a), {})
+            if r not in slot or rank(a, n) > rank(*slot[r]):
+                slot[r] = (a, n)
+    # most records covered, then most fields found in them
+    top_sig = max(sorted(by_sig, key=str), key=lambda k: (len(by_sig[k]), sum(n for _, n in by_sig[k].values())))
+    chosen_by_rec = {r: a for r, (a, _n) in by_sig[top_sig].items()}
+    # enough of the records must be found: most of those with evidence, half of all
+    if len(chosen_by_rec) < max(2, (n_rec + 1) // 2) or len(chosen_by_rec) < 0.8 * len(per_record):
+        return None
+    chosen = sorted((a, r) for r, a in chosen_by_rec.items())
+    nodes = [a for a, _ in chosen]
+    if len(set(nodes)) != len(nodes):
+        return None
+    return nodes, [r for _, r in chosen]
+
+
+def _field_in_containers(after: Page, containers: list[int], records: list[int], old_raw: list,
+                         name: str, spec: FieldSpec, fp: Fingerprint | None) -> tuple[str, str | None, str, dict]:
+    """Choose a selector for one field that gives each record's old value inside its container."""
+    wants = [old_raw[r].get(name) for r in records]
+    exact_sets = [set(after.exact(v, spec.attr, within=c)) if v else set() for v, c in zip(wants, containers)]
+    exact_sets = [{i for i in s if i != c} for s, c in zip(exact_sets, containers)]
+    have = sum(1 for s in exact_sets if s)
+    present = sum(1 for v in wants if v)
+
+    def evaluate(css_or_sel) -> tuple[int, int, float]:
+        hits = wrong = 0
+        sims = 0.0
+        for c, want, s in zip(containers, wants, exact_sets):
+            if isinstance(css_or_sel, str):
+                node = lexbor_first_in(after, c, css_or_sel)
+            else:
+                node = first_in(after, css_or_sel, c)
+            if node is None:
+                continue
+            val = after.value(node, spec.attr)
+            if want is not None and val == want:
+                hits += 1
+                if fp is not None:
+                    sims += similarity(fp, after, node)
+            elif s:
+                wrong += 1
+        return hits, wrong, sims / max(hits, 1)
+
+    # the old selector may still be right inside the (new) containers
+    h, w, _ = evaluate(spec.css)
+    if present and h == present:
+        return "kept", spec.css, "old selector gives every record's value", {}
+    if have == 0:
+        near_info = _near_in_containers(after, containers, wants, spec, fp)
+        if near_info is not None:
+            return near_info
+        return "gone", None, "the records' old values are nowhere in their containers", {}
+    if have < max(1, 0.6 * present):
+        return "gone", None, f"only {have} of {present} records still carry this field's value", {}
+    # candidate selectors from the first containers holding the value
+    seen: set[str] = set()
+    cands: list[Selector] = []
+    for c, s in zip(containers, exact_sets):
+        if not s:
+            continue
+        for t in sorted(s)[:4]:
+            for sel in relative_selectors(after, c, t, avoid_attr=spec.attr):
+                css = sel.css()
+                if css not in seen:
+                    seen.add(css)
+                    cands.append(sel)
+        if len(seen) > 40:
+            break
+    cands.sort(key=lambda s: s.cost)
+    cands = relaxations(spec.css) + cands   # loosened old selectors first: they keep the author's intent
+    scored = []
+    for sel in cands[:MAX_FIELD_SELECTORS]:
+        h, w, sim = evaluate(sel)
+        if h == 0:
+            continue
+        scored.append((h - 2 * w, sim, -(sel.cost if isinstance(sel, Selector) else 0.0), sel))
+        if h == have and w == 0 and len(scored) >= 3:
+            break
+    if not scored:
+        return "gone", None, "no selector finds the value in the containers", {}
+    scored.sort(key=lambda t: (-t[0], -t[1], -t[2], _css(t[3])))
+    best = scored[0]
+    net, sim, _, sel = best
+    if net < max(1, round(0.8 * have)):
+        return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
+    css = _css(sel)
+    h, w, _ = evaluate(css)  # check with lexbor itself
+    if h - 2 * w != net:
+        return "gone", None, "selector disagreed under verification", {}
+    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):
+        return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {}
+    conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
+    return "healed", css, f"finds {h} of {len(containers)} records' values", {
+        "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
+
+
+def _css(sel) -> str:
+    return sel if isinstance(sel, str) else sel.css()
+
+
+def _is_weak_all(values: list) -> bool:
+    vals = [v for v in values if v]
+    return not vals or all(_is_weak(v) for v in vals)
+
+
+def _near_in_containers(after: Page, containers, wants, spec: FieldSpec, fp: Fingerprint | None):
+    """Values edited a little (a word added): one selector giving near values in most containers."""
+    if fp is None:
+        return None
+    tops: list[int | None] = []
+    for c, v in zip(containers, wants):
+        near = after.near(v, spec.attr, within=c) if v else []
+        near = [(i, cl) for i, cl in near if i != c and cl >= 0.5]
+        if not near:
+            tops.append(None)
+            continue
+        best = max(near, key=lambda t: (t[1], similarity(fp, after, t[0]), -t[0]))
+        tops.append(best[0])
+    found = [(c, t) for c, t in zip(containers, tops) if t is not None]
+    if len(found) < max(1, round(0.8 * len(containers))):
+        return None
+    c0, t0 = found[0]
+    for sel in relative_selectors(after, c0, t0, avoid_attr=spec.attr)[:MAX_FIELD_SELECTORS]:
+        css = sel.css()
+        if all(lexbor_first_in(after, c, css) == t for c, t in found):
+            sim = sum(similarity(fp, after, t) for _, t in found) / len(found)
+            if sim < MIN_SIM_NEAR:
+                return None
+            return "healed", css, "old values found nearly (edited text)", {"selector": css, "likeness": round(sim, 3),
+                                                                             "confidence": 0.6}
+    return None
