@@ -122,7 +122,8 @@ def fire(conn: apsw.Connection, model: SourceLifecycle, trigger: str, reason: st
     try:
         with conn:
             try:
-                getattr(model, trigger)()
+                with _machine_lock:  # the machine's event queue is shared by every model
+                    getattr(model, trigger)()
             except MachineError:
                 raise IllegalTransition(model.name, trigger, before) from None
             after = model.state
@@ -141,6 +142,7 @@ def fire(conn: apsw.Connection, model: SourceLifecycle, trigger: str, reason: st
             )
     except BaseException:
         if model.state != before:
-            MACHINE.set_state(before, model=model)
+            with _machine_lock:
+                MACHINE.set_state(before, model=model)
         raise
     return before, after

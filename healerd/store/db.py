@@ -38,10 +38,20 @@ def schema_text() -> str:
     raise RuntimeError("schema.sql is missing from the healerd package; reinstall healerd")
 
 
+def connection_busy_timeout_long(connection: apsw.Connection) -> None:
+    """Wait up to BUSY_TIMEOUT_MS for a lock, already while the connection opens.
+
+    The recommended hooks run `PRAGMA optimize` as the connection opens, and their own
+    busy timeout is 100 ms: opening beside a longer write transaction would fail."""
+    connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
 def _apply_bestpractice() -> None:
     global _bestpractice_applied
     if not _bestpractice_applied:
-        apsw.bestpractice.apply(apsw.bestpractice.recommended)
+        hooks = tuple(connection_busy_timeout_long if f is apsw.bestpractice.connection_busy_timeout else f
+                      for f in apsw.bestpractice.recommended)
+        apsw.bestpractice.apply(hooks)
         _bestpractice_applied = True
 
 
