@@ -1,0 +1,549 @@
+"""Fetching one page over HTTP, politely and defensively.
+
+One sync httpx client (HTTP/1.1) per Fetcher. A fetch:
+- sends the configured User-Agent plus the blueprint's headers and cookies (dropped
+  when a redirect leaves the host), and If-None-Match / If-Modified-Since when known;
+- follows redirects itself, up to `max_redirects`, naming a loop as a loop and
+  recording a permanent (301/308) redirect on the first hop;
+- streams the body and stops reading, closing the connection, once `max_bytes`
+  is passed; a Content-Length above the cap is refused before reading;
+- has connect/read timeouts and a total wall-clock deadline (timeout x 3): when it
+  passes, the socket is shut down, so a trickling server cannot hold a scraper;
+- reads at most 256 KB of an error page, enough to tell a bot challenge or login
+  wall (BLOCKED, e.g. Cloudflare's 403) from a plain HTTP error;
+- decodes the body without ever raising: BOM, then the Content-Type charset, then a
+  `<meta>` charset in the first 4 KB, else UTF-8 (labels as browsers read them).
+
+Every failure is a FetchError carrying an error class from `healerd.errors` and a
+one-line message in which the URL's credentials and secret-looking query values
+are masked (`mask_url`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import email.utils
+import errno
+import http.cookiejar
+import re
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from healerd import __version__, errors
+from healerd.classify import detect_block
+
+DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
+ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+PERMANENT_CODES = (301, 308)
+DEADLINE_FACTOR = 3.0
+CHUNK = 65536
+ERROR_BODY_LIMIT = 262_144   # bytes of a 4xx/5xx page kept to recognise a bot wall
+NOT_BLOCKS = (404, 410, 429)  # 4xx statuses whose body is never taken for a bot wall (nor 5xx but 503)
+
+_SECRET_PARAM = re.compile(r"token|key|secret|passw|pwd|auth|session|sig|credential", re.I)
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.I)
+# Labels browsers decode as something else (WHATWG Encoding Standard).
+_LABEL_ALIASES = {
+    "iso-8859-1": "windows-1252", "iso8859-1": "windows-1252", "latin1": "windows-1252",
+    "latin-1": "windows-1252", "l1": "windows-1252", "us-ascii": "windows-1252", "ascii": "windows-1252",
+    "iso-8859-9": "windows-1254", "latin5": "windows-1254", "tis-620": "windows-874",
+    "x-sjis": "shift_jis", "gb2312": "gbk", "x-gbk": "gbk",
+}
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def mask_url(url: str) -> str:
+    """`url` with `user:pass@` and secret-looking query values replaced by ***."""
+    if not isinstance(url, str):
+        return "<not a URL>"
+    out = _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", url)   # no line breaks in log lines
+    out = _USERINFO.sub(r"\1***@", out, count=1)
+    qpos = out.find("?")
+    if qpos < 0:
+        return out
+    head, rest = out[:qpos + 1], out[qpos + 1:]
+    frag = ""
+    if "#" in rest:
+        rest, frag = rest.split("#", 1)
+        frag = "#" + frag
+    parts = []
+    for pair in rest.split("&"):
+        name, eq, _value = pair.partition("=")
+        if eq and _SECRET_PARAM.search(name):
+            parts.append(f"{name}=***")
+        else:
+            parts.append(pair)
+    return head + "&".join(parts) + frag
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    timeout: float = 20.0            # read timeout, seconds
+    connect_timeout: float = 10.0
+    max_bytes: int = 10_000_000
+    user_agent: str = DEFAULT_USER_AGENT
+    max_redirects: int = 10
+
+
+@dataclass
+class FetchResult:
+    url: str                  # final URL after redirects
+    status: int               # 2xx, or 304
+    headers: dict[str, str]   # lower-cased names
+    body: bytes               # b"" for 304
+    text: str                 # decoded text ("" for 304)
+    encoding: str             # the charset used
+    not_modified: bool        # 304 on a conditional request
+    etag: str | None
+    last_modified: str | None
+    elapsed_ms: float
+    permanent_redirect: str | None   # the target of a 301/308 on the first hop, if any
+
+
+class FetchError(Exception):
+    """A fetch that failed; `error_type` is a healerd.errors constant."""
+
+    def __init__(self, error_type: str, message: str, *, url: str, status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.url = url
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"FetchError({self.error_type}, {self.message!r})"
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or an HTTP-date); None if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now_dt = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+    return max(0.0, (when - now_dt).total_seconds())
+
+
+def _codec(label: str | bytes | None) -> str | None:
+    """The Python codec name for a charset label, or None when unknown."""
+    if not label:
+        return None
+    if isinstance(label, bytes):
+        label = label.decode("ascii", "ignore")
+    label = label.strip().strip("\"'").lower()
+    label = _LABEL_ALIASES.get(label, label)
+    try:
+        return codecs.lookup(label).name
+    except (LookupError, ValueError):
+        return None
+
+
+def _header_charset(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip("\"'") or None
+    return None
+
+
+def detect_encoding(body: bytes, content_type: str | None) -> str:
+    """The codec to decode `body` with: BOM, header charset, `<meta>` charset, else utf-8."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return name
+    codec = _codec(_header_charset(content_type))
+    if codec:
+        return codec
+    m = _META_CHARSET.search(body[:4096])
+    if m:
+        codec = _codec(m.group(1))
+        if codec and codec.startswith("utf-16"):
+            codec = "utf-8"   # a page readable as ASCII to find the tag is not UTF-16
+        if codec:
+            return codec
+    return "utf-8"
+
+
+def decode_body(body: bytes, content_type: str | None) -> tuple[str, str]:
+    """(text, codec used); never raises."""
+    codec = detect_encoding(body, content_type)
+    try:
+        return body.decode(codec, errors="replace"), codec
+    except (LookupError, UnicodeError, ValueError):
+        return body.decode("utf-8", errors="replace"), "utf-8"
+
+
+def _host_port(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f"{parts.hostname}:{port}"
+    except ValueError:
+        return "?"
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or "?"
+    except ValueError:
+        return "?"
+
+
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def classify_transport_error(exc: Exception, url: str) -> tuple[str, str]:
+    """(error class, one-line message) for an httpx/transport exception."""
+    where = _host_port(url)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return errors.TIMEOUT, f"connect timeout: {where} did not accept a connection in time"
+    if isinstance(exc, httpx.ReadTimeout):
+        return errors.TIMEOUT, f"read timeout: {where} sent nothing for too long"
+    if isinstance(exc, httpx.WriteTimeout):
+        return errors.TIMEOUT, f"write timeout while sending the request to {where}"
+    if isinstance(exc, httpx.PoolTimeout):
+        return errors.TIMEOUT, "timed out waiting for a free connection"
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError)):
+        return errors.HTTP_ERROR, f"invalid URL or request: {mask_url(url)} ({type(exc).__name__})"
+    if isinstance(exc, httpx.DecodingError):
+        return errors.HTTP_ERROR, f"cannot decode the response body from {where} (bad Content-Encoding)"
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return errors.NETWORK, f"DNS lookup failed for host {_host(url)} ({cause.strerror or cause})"
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return errors.NETWORK, f"TLS certificate of {where} not accepted: {cause.verify_message or cause.reason}"
+        if isinstance(cause, ssl.SSLError):
+            return errors.NETWORK, f"TLS handshake with {where} failed ({cause.reason or type(cause).__name__})"
+        if isinstance(cause, ConnectionRefusedError):
+            return errors.NETWORK, f"connection refused by {where}"
+        if isinstance(cause, ConnectionResetError):
+            return errors.NETWORK, f"connection reset by {where}"
+        if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+            return errors.NETWORK, f"{where} is unreachable ({cause.strerror})"
+    text = str(exc).lower()
+    if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
+        return errors.NETWORK, f"DNS lookup failed for host {_host(url)}"
+    if "connection refused" in text:
+        return errors.NETWORK, f"connection refused by {where}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return errors.NETWORK, f"{where} closed the connection or sent a malformed response"
+    if isinstance(exc, httpx.ConnectError):
+        return errors.NETWORK, f"cannot connect to {where} ({type(exc).__name__})"
+    if isinstance(exc, httpx.ReadError):
+        return errors.NETWORK, f"connection to {where} broke while reading"
+    if isinstance(exc, httpx.WriteError):
+        return errors.NETWORK, f"connection to {where} broke while sending the request"
+    return errors.NETWORK, f"network error talking to {where} ({type(exc).__name__})"
+
+
+class _Deadline:
+    """Shuts down the request's socket when the total deadline passes."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.expires = time.monotonic() + seconds
+        self.hit = False
+        self._sock = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def start(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def trace(self, event: str, info: dict) -> None:
+        """httpx `trace` extension: remember the socket each new connection uses."""
+        if event.endswith("connect_tcp.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            with self._lock:
+                self._sock = sock
+                fire_now = self.hit
+            if fire_now:
+                self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.hit = True
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def expired(self) -> bool:
+        return self.hit or time.monotonic() >= self.expires
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+class _NoCookies(http.cookiejar.CookiePolicy):
+    """The shared client keeps no cookies between fetches (they would leak between sources)."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie, request):
+        return False
+
+    def return_ok(self, cookie, request):
+        return False
+
+    def domain_return_ok(self, domain, request):
+        return False
+
+    def path_return_ok(self, path, request):
+        return False
+
+
+@dataclass
+class _Raw:
+    url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    permanent_redirect: str | None
+    elapsed_ms: float
+
+
+class Fetcher:
+    """Fetches pages with one shared httpx client; thread-safe."""
+
+    def __init__(self, config: FetchConfig | None = None):
+        self.config = config or FetchConfig()
+        timeout = httpx.Timeout(self.config.timeout, connect=self.config.connect_timeout)
+        # No keep-alive: every fetch opens its own connection, so the deadline always has
+        # a socket to shut down and no connection state is shared between sources.
+        self.client = httpx.Client(
+            http1=True, http2=False, timeout=timeout, follow_redirects=False,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            headers={"User-Agent": self.config.user_agent, "Accept": ACCEPT},
+        )
+
+    # -- public ------------------------------------------------------------------
+    def fetch(self, url: str, *, headers: dict | None = None, cookies: dict | None = None,
+              etag: str | None = None, last_modified: str | None = None) -> FetchResult:
+        """GET `url`; a FetchResult for 2xx/304, else FetchError."""
+        extra = dict(headers or {})
+        conditional = bool(etag or last_modified) or any(
+            k.lower() in ("if-none-match", "if-modified-since") for k in extra)
+        if etag:
+            extra["If-None-Match"] = etag
+        if last_modified:
+            extra["If-Modified-Since"] = last_modified
+        raw = self._get(url, extra, cookies, self.config.max_bytes, truncate=False)
+        status, hdrs = raw.status, raw.headers
+        where = mask_url(raw.url)
+        if status == 304:
+            if not conditional:
+                raise FetchError(errors.HTTP_ERROR, f"HTTP 304 Not Modified from {where} on an unconditional request",
+                                 url=url, status=status)
+            return FetchResult(url=raw.url, status=304, headers=hdrs, body=b"", text="", encoding="",
+                               not_modified=True, etag=hdrs.get("etag") or etag,
+                               last_modified=hdrs.get("last-modified") or last_modified,
+                               elapsed_ms=raw.elapsed_ms, permanent_redirect=raw.permanent_redirect)
+        if 200 <= status < 300:
+            text, codec = decode_body(raw.body, hdrs.get("content-type"))
+            return FetchResult(url=raw.url, status=status, headers=hdrs, body=raw.body, text=text, encoding=codec,
+                               not_modified=False, etag=hdrs.get("etag"), last_modified=hdrs.get("last-modified"),
+                               elapsed_ms=raw.elapsed_ms, permanent_redirect=raw.permanent_redirect)
+        reason = _reason(status)
+        retry_after = parse_retry_after(hdrs.get("retry-after"))
+        if status == 429:
+            wait = f"; retry after {retry_after:.0f}s" if retry_after is not None else ""
+            raise FetchError(errors.RATE_LIMIT, f"HTTP 429 Too Many Requests from {where}{wait}", url=url,
+                             status=status, retry_after=retry_after)
+        if 300 <= status < 400:
+            raise FetchError(errors.HTTP_ERROR, f"HTTP {status} {reason} from {where} without a usable Location",
+                             url=url, status=status)
+        if (400 <= status < 500 and status not in NOT_BLOCKS) or status == 503:
+            text, _ = decode_body(raw.body, hdrs.get("content-type"))
+            blocked = detect_block(text, status, hdrs)
+            if blocked:
+                raise FetchError(errors.BLOCKED, f"HTTP {status} from {where}: {blocked}", url=url, status=status,
+                                 retry_after=retry_after)
+        raise FetchError(errors.HTTP_ERROR, f"HTTP {status} {reason} from {where}", url=url, status=status,
+                         retry_after=retry_after)
+
+    def get_text(self, url: str, limit: int = 512_000) -> tuple[int, str]:
+        """(status, text) of a small resource (robots.txt, sitemaps), cut at `limit` bytes.
+
+        Any HTTP status is returned; network errors and timeouts raise FetchError.
+        """
+        raw = self._get(url, {}, None, limit, truncate=True)
+        text, _ = decode_body(raw.body, raw.headers.get("content-type"))
+        return raw.status, text
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "Fetcher":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------
+    def _get(self, url: str, headers: dict, cookies: dict | None, limit: int, truncate: bool) -> _Raw:
+        started = time.monotonic()
+        _check_url(url, url)
+        deadline = _Deadline(max(self.config.timeout, 0.001) * DEADLINE_FACTOR).start()
+        origin_host = _host(url)
+        chain = [url]
+        permanent = None
+        current = url
+        try:
+            while True:
+                same_host = _host(current) == origin_host
+                req_headers = dict(headers) if same_host else {
+                    k: v for k, v in headers.items() if k.lower() in ("if-none-match", "if-modified-since")}
+                if cookies and same_host:
+                    req_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+                status, hdrs, body = self._one(current, req_headers, limit, truncate, deadline)
+                location = hdrs.get("location")
+                if status in REDIRECT_CODES and location:
+                    target = urljoin(current, location.strip())
+                    if len(chain) == 1 and status in PERMANENT_CODES:
+                        permanent = target
+                    _check_url(target, url, redirect_from=current)
+                    if target in chain:
+                        loop = " -> ".join(mask_url(u) for u in chain[chain.index(target):] + [target])
+                        raise FetchError(errors.HTTP_ERROR, f"redirect loop: {loop}", url=url, status=status)
+                    if len(chain) > self.config.max_redirects:
+                        raise FetchError(errors.HTTP_ERROR, f"too many redirects (more than "
+                                         f"{self.config.max_redirects}) starting at {mask_url(url)}",
+                                         url=url, status=status)
+                    if deadline.expired():
+                        raise _deadline_error(deadline, current, url, status)
+                    chain.append(target)
+                    current = target
+                    continue
+                return _Raw(current, status, hdrs, body, permanent, (time.monotonic() - started) * 1000.0)
+        except FetchError as exc:
+            exc.url = url
+            raise
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            if deadline.hit:
+                raise _deadline_error(deadline, current, url, None) from None
+            kind, message = classify_transport_error(exc, current)
+            raise FetchError(kind, message, url=url) from None
+        except (UnicodeEncodeError, TypeError) as exc:   # headers/cookies httpx cannot send
+            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(current)}: header and "
+                             f"cookie names and values must be ASCII text ({type(exc).__name__})",
+                             url=url) from None
+        except (UnicodeError, ValueError) as exc:        # e.g. a host name IDNA rejects
+            raise FetchError(errors.HTTP_ERROR, f"invalid URL: {mask_url(current)} ({type(exc).__name__}: "
+                             f"{str(exc)[:80]})", url=url) from None
+        except OSError as exc:  # raised outside httpx's mapping (rare)
+            kind, message = classify_transport_error(exc, current)
+            raise FetchError(kind, message, url=url) from None
+        finally:
+            deadline.cancel()
+
+    def _one(self, url: str, headers: dict, limit: int, truncate: bool,
+             deadline: _Deadline) -> tuple[int, dict[str, str], bytes]:
+        """One request, no redirects: (status, lower-cased headers, body up to `limit`)."""
+        with self.client.stream("GET", url, headers=headers, extensions={"trace": deadline.trace}) as resp:
+            hdrs = {k.lower(): v for k, v in resp.headers.items()}
+            status = resp.status_code
+            if status in REDIRECT_CODES and hdrs.get("location"):
+                return status, hdrs, b""
+            if status == 304 or status == 204 or status < 200:
+                return status, hdrs, b""
+            if status >= 400 and not truncate:
+                # An error page is read only far enough to tell a bot wall from a plain error.
+                limit, truncate = min(limit, ERROR_BODY_LIMIT), True
+            declared = hdrs.get("content-length", "")
+            if not truncate and declared.isdigit() and int(declared) > limit:
+                raise FetchError(errors.HTTP_ERROR, f"response body larger than max_bytes ({limit}): "
+                                 f"Content-Length {declared} from {mask_url(url)}", url=url, status=status)
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in resp.iter_bytes(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    if truncate:
+                        chunks.append(chunk[:len(chunk) - (size - limit)])
+                        break
+                    # Leaving the `with` closes the unfinished response, and with it the connection.
+                    raise FetchError(errors.HTTP_ERROR, f"response body larger than max_bytes ({limit}) "
+                                     f"from {mask_url(url)}; stopped reading", url=url, status=status)
+                chunks.append(chunk)
+                if deadline.expired():
+                    raise _deadline_error(deadline, url, url, status)
+            if deadline.hit:  # the socket was shut down: what was read may be cut short
+                raise _deadline_error(deadline, url, url, status)
+            return status, hdrs, b"".join(chunks)
+
+
+def _deadline_error(deadline: _Deadline, current: str, url: str, status: int | None) -> FetchError:
+    return FetchError(errors.TIMEOUT, f"no complete response from {_host_port(current)} within "
+                      f"{deadline.seconds:g}s (total deadline)", url=url, status=status)
+
+
+def _check_url(url: str, original: str, redirect_from: str | None = None) -> None:
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        ok = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+        if ok:
+            parts.port  # raises ValueError on a bad port
+    except ValueError:
+        ok = False
+    if not ok:
+        shown = mask_url(url) if isinstance(url, str) else repr(type(url).__name__)
+        if redirect_from is not None:
+            msg = f"redirect from {mask_url(redirect_from)} to an unusable URL: {shown}"
+        else:
+            msg = f"invalid URL (need http(s)://host/...): {shown}"
+        raise FetchError(errors.HTTP_ERROR, msg, url=original if isinstance(original, str) else "")
+
+
+def _reason(status: int) -> str:
+    try:
+        from http import HTTPStatus
+
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""

@@ -1,0 +1,177 @@
+"""RobotsPolicy against robots.txt files served by a real local HTTP server."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from healerd.fetch import FetchConfig, Fetcher
+from healerd.robots import RobotsPolicy, robots_url
+from httpfixture import LocalServer, page, sequence
+
+UA = FetchConfig().user_agent
+ROBOTS = """\
+User-agent: *
+Disallow: /private/
+Crawl-delay: 2
+
+User-agent: healerd
+Disallow: /no-healerd/
+Allow: /private/open
+Crawl-delay: 1.5
+
+User-agent: otherbot
+Disallow: /
+"""
+
+
+@pytest.fixture
+def server():
+    s = LocalServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def fetcher():
+    f = Fetcher(FetchConfig(timeout=2.0, connect_timeout=2.0))
+    yield f
+    f.close()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def robots_hits(server) -> int:
+    return len(server.seen("/robots.txt"))
+
+
+def test_disallowed_and_allowed_paths(server, fetcher):
+    server.route("/robots.txt", page(ROBOTS, content_type="text/plain"))
+    rp = RobotsPolicy(fetcher)
+    assert rp.allowed(server.url("/public/page"), UA)
+    assert not rp.allowed(server.url("/no-healerd/x"), UA)
+    # the healerd group applies to us, not the * group
+    assert rp.allowed(server.url("/private/open"), UA)
+    assert rp.allowed(server.url("/private/other"), UA)
+    # other agents get their own groups
+    assert not rp.allowed(server.url("/private/other"), "SomeCrawler/1.0")
+    assert not rp.allowed(server.url("/public/page"), "otherbot/3")
+    assert robots_hits(server) == 1   # cached per host
+
+
+def test_crawl_delay(server, fetcher):
+    server.route("/robots.txt", page(ROBOTS, content_type="text/plain"))
+    rp = RobotsPolicy(fetcher)
+    assert rp.cached_crawl_delay(server.url("/x"), UA) is None   # never fetches
+    assert robots_hits(server) == 0
+    assert rp.crawl_delay(server.url("/x"), UA) == 2.0       # 1.5 rounded up: robotparser reads integers
+    assert rp.crawl_delay(server.url("/x"), "SomeCrawler") == 2.0
+    assert rp.cached_crawl_delay(server.url("/y"), UA) == 2.0
+    assert rp.crawl_delay(server.url("/x"), "otherbot") is None
+    assert robots_hits(server) == 1
+
+
+def test_404_robots_allows_everything(server, fetcher):
+    rp = RobotsPolicy(fetcher)          # no /robots.txt route: the server answers 404
+    assert rp.allowed(server.url("/anything"), UA)
+    assert rp.crawl_delay(server.url("/anything"), UA) is None
+    assert rp.describe(server.url("/")).startswith("HTTP 404")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_401_403_robots_disallow_everything(server, fetcher, status):
+    server.route("/robots.txt", page("no", status))
+    rp = RobotsPolicy(fetcher)
+    assert not rp.allowed(server.url("/anything"), UA)
+
+
+def test_410_allows(server, fetcher):
+    server.route("/robots.txt", page("gone", 410))
+    assert RobotsPolicy(fetcher).allowed(server.url("/a"), UA)
+
+
+def test_5xx_allows_now_and_retries_sooner(server, fetcher):
+    clock = Clock()
+    server.route("/robots.txt", sequence(page("down", 503), page("User-agent: *\nDisallow: /\n")))
+    rp = RobotsPolicy(fetcher, ttl=3600, retry_ttl=60, clock=clock)
+    assert rp.allowed(server.url("/a"), UA)
+    clock.now += 30
+    assert rp.allowed(server.url("/a"), UA) and robots_hits(server) == 1
+    clock.now += 31
+    assert not rp.allowed(server.url("/a"), UA) and robots_hits(server) == 2
+
+
+def test_ttl_expiry_refetches(server, fetcher):
+    clock = Clock()
+    server.route("/robots.txt", sequence(page("User-agent: *\nDisallow: /a\n"), page("User-agent: *\nDisallow:\n")))
+    rp = RobotsPolicy(fetcher, ttl=100, clock=clock)
+    assert not rp.allowed(server.url("/a"), UA)
+    clock.now += 99
+    assert not rp.allowed(server.url("/a"), UA)
+    clock.now += 2
+    assert rp.allowed(server.url("/a"), UA)
+    assert robots_hits(server) == 2
+
+
+def test_network_error_allows_and_never_raises(fetcher):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    rp = RobotsPolicy(fetcher)
+    assert rp.allowed(f"http://127.0.0.1:{port}/x", UA)
+    assert rp.crawl_delay(f"http://127.0.0.1:{port}/x", UA) is None
+    assert "connection refused" in rp.describe(f"http://127.0.0.1:{port}/")
+    assert rp.allowed("http://robots-test.invalid/x", UA)
+
+
+def test_garbage_robots_file_allows(server, fetcher):
+    server.route("/robots.txt", page(b"\x00\xff\xfe<html>not robots</html>\nDisallow /x", content_type="text/plain"))
+    assert RobotsPolicy(fetcher).allowed(server.url("/x"), UA)
+
+
+def test_non_http_urls_are_allowed(fetcher):
+    rp = RobotsPolicy(fetcher)
+    assert rp.allowed("ftp://example.org/x", UA)
+    assert rp.allowed("not a url", UA)
+    assert robots_url("http://u:p@Example.org:8080/a?b") == "http://example.org:8080/robots.txt"
+    assert robots_url("https://[::1]/x") == "https://[::1]/robots.txt"
+
+
+def test_threads_share_one_fetch(server, fetcher):
+    gate = threading.Event()
+
+    def slow_robots(h):
+        gate.wait(2)
+        page("User-agent: *\nDisallow: /p\n", content_type="text/plain")(h)
+
+    server.route("/robots.txt", slow_robots)
+    rp = RobotsPolicy(fetcher)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(rp.allowed(server.url("/p"), UA))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert results == [False] * 8
+    assert robots_hits(server) == 1
+
+
+def test_separate_cache_per_port(server, fetcher):
+    other = LocalServer()
+    try:
+        server.route("/robots.txt", page("User-agent: *\nDisallow: /\n"))
+        rp = RobotsPolicy(fetcher)
+        assert not rp.allowed(server.url("/a"), UA)
+        assert rp.allowed(other.url("/a"), UA)
+    finally:
+        other.stop()

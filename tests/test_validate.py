@@ -1,0 +1,349 @@
+"""The validator: each rule, the item-count band, value-shape drift and precedence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from healerd import errors
+from healerd.blueprint import from_dict
+from healerd.extract import Extraction, extract
+from healerd.validate import ValidationResult, item_band, validate, value_shape
+
+LIST_BP = from_dict({
+    "items": "tr.player",
+    "fields": {
+        "name": {"css": "td.name"},
+        "score": {"css": "td.score", "type": "int"},
+        "profile": {"css": "td.name a", "attr": "href"},
+        "note": {"css": "td.note", "required": False},
+    },
+})
+SINGLE_BP = from_dict({"fields": {"title": {"css": "h1"}, "price": {"css": ".price", "type": "float"},
+                                  "sku": {"css": ".sku", "required": False}}})
+
+
+def row(i: int, name: str | None = None, score: str | None = None, href: str | None = None) -> str:
+    name = f"Player {i}" if name is None else name
+    score = str(i * 3) if score is None else score
+    href = f"/players/{i}" if href is None else href
+    return (f'<tr class="player"><td class="name"><a href="{href}">{name}</a></td>'
+            f'<td class="score">{score}</td></tr>')
+
+
+def listing(rows: list[str]) -> str:
+    return f"<html><head><title>Stats</title></head><body><table>{''.join(rows)}</table></body></html>"
+
+
+def run(html: str, bp=LIST_BP, **kw) -> ValidationResult:
+    return validate(extract(html, bp), bp, html=html, **kw)
+
+
+GOOD_ROWS = [row(i) for i in range(20)]
+
+
+# -- passing and the result object ---------------------------------------------------------
+
+def test_good_listing_passes():
+    r = run(listing(GOOD_ROWS), recent_counts=[20, 19, 21])
+    assert r.passed and r.error_type is None and r.errors == [] and r.failed_fields == []
+    assert r.score == 1.0 and not r.critical and r.item_count == 20
+    assert r.band == (2, 200)
+    d = r.to_dict()
+    assert json.loads(json.dumps(d))["band"] == [2, 200] and d["passed"] is True
+    assert "PASSED" in r.report() and "items: 20 (expected 2-200)" in r.report()
+
+
+def test_good_single_record_passes():
+    html = '<html><body><h1>Widget</h1><span class="price">$1,299.00</span></body></html>'
+    r = run(html, SINGLE_BP)
+    assert r.passed and r.item_count is None   # the optional sku is missing: fine
+
+
+def test_report_lists_errors_and_fields():
+    r = run(listing([row(i, score="N/A") for i in range(5)]))
+    text = r.report()
+    assert "FAILED (SCHEMA_MISMATCH)" in text and "failed fields: score" in text
+    assert "error: value-shape drift: score was numeric, now 'N/A'" in text
+
+
+# -- PARSE_ERROR ---------------------------------------------------------------------------
+
+def test_zero_items_is_parse_error():
+    r = run(listing([]), recent_counts=[20, 20])
+    assert r.error_type == errors.PARSE_ERROR and r.critical and r.item_count == 0
+    assert r.errors == ["No items: the items selector 'tr.player' matched nothing"]
+
+
+def test_required_field_matching_nothing_single_record():
+    html = '<html><body><h1>Widget</h1><span class="cost">$5</span></body></html>'
+    r = run(html, SINGLE_BP)
+    assert r.error_type == errors.PARSE_ERROR and r.errors == ["Empty field: price"]
+    assert r.failed_fields == ["price"] and r.critical
+    assert r.score == pytest.approx(1 - 1 / 3)
+
+
+def test_required_field_null_in_every_item():
+    rows = [f'<tr class="player"><td class="name"><a href="/p/{i}">P{i}</a></td><td class="pts">{i}</td></tr>'
+            for i in range(10)]
+    r = run(listing(rows))
+    assert r.error_type == errors.PARSE_ERROR
+    assert r.errors == ["Empty field: score (null in all 10 items)"] and r.failed_fields == ["score"]
+
+
+def test_blank_text_counts_as_empty():
+    html = '<html><body><h1>   </h1><span class="price">3</span></body></html>'
+    r = run(html, SINGLE_BP)
+    assert r.error_type == errors.PARSE_ERROR and r.errors == ["Empty field: title"]
+
+
+def test_optional_fields_never_fail():
+    r = run(listing(GOOD_ROWS))
+    assert all(rec["note"] is None for rec in extract(listing(GOOD_ROWS), LIST_BP).data)
+    assert r.passed
+
+
+def test_all_optional_blueprint_with_nothing_is_parse_error():
+    bp = from_dict({"fields": {"a": {"css": ".a", "required": False}, "b": {"css": ".b", "required": False}}})
+    r = run("<html><body><p>nothing here</p></body></html>", bp)
+    assert r.error_type == errors.PARSE_ERROR and "No data returned" in r.errors[0]
+    assert run('<html><body><p class="a">x</p></body></html>', bp).passed
+
+
+# -- SCHEMA_MISMATCH -----------------------------------------------------------------------
+
+def test_few_null_items_are_tolerated():
+    rows = GOOD_ROWS[:19] + [f'<tr class="player"><td class="name"><a href="/p/x">X</a></td></tr>']
+    r = run(listing(rows))   # 1 of 20 = 5 %
+    assert r.passed
+    assert r.warnings == ["score: 1 of 20 items null (tolerated)"]
+
+
+def test_many_null_items_are_schema_mismatch():
+    rows = GOOD_ROWS[:15] + [f'<tr class="player"><td class="name"><a href="/p/{i}">X</a></td></tr>'
+                             for i in range(5)]
+    r = run(listing(rows))   # 5 of 20 = 25 %
+    assert r.error_type == errors.SCHEMA_MISMATCH and not r.critical
+    assert r.errors == ["Empty field: score (5 of 20 items null)"] and r.failed_fields == ["score"]
+
+
+def test_numeric_field_holding_words_is_value_shape_drift():
+    r = run(listing([row(i, score="N/A") for i in range(8)]))
+    assert r.error_type == errors.SCHEMA_MISMATCH
+    assert r.errors == ["value-shape drift: score was numeric, now 'N/A' (8 of 8 items)"]
+
+
+def test_numeric_field_holding_words_single_record():
+    r = run('<html><body><h1>W</h1><span class="price">Call us</span></body></html>', SINGLE_BP)
+    assert r.error_type == errors.SCHEMA_MISMATCH
+    assert r.errors == ["value-shape drift: price was numeric, now 'Call us'"]
+
+
+def test_some_items_not_numeric_beyond_tolerance():
+    rows = GOOD_ROWS[:10] + [row(i, score="DNP") for i in range(10)]
+    r = run(listing(rows))
+    assert r.error_type == errors.SCHEMA_MISMATCH
+    assert r.errors == ["Bad values in field: score (10 of 20 items not a number, e.g. 'DNP')"]
+
+
+def test_item_band():
+    assert item_band([]) is None and item_band(None) is None and item_band([0, 0]) is None
+    assert item_band([20]) == (2, 200)
+    assert item_band([50, 48, 52, 5000]) == (6, 510)     # median 51: one outlier does not move it
+    assert item_band([3]) == (1, 30)
+    assert item_band([20, "x", None, True]) == (2, 200)
+
+
+def test_item_count_far_below_the_band():
+    r = run(listing(GOOD_ROWS[:3]), recent_counts=[50, 50, 52])
+    assert r.error_type == errors.SCHEMA_MISMATCH and r.band == (5, 500)
+    assert r.errors == ["Item count 3 is far below the usual 50 (expected 5-500)"]
+
+
+def test_item_count_within_the_band_passes():
+    assert run(listing(GOOD_ROWS[:5]), recent_counts=[50, 50, 52]).passed
+
+
+def test_item_count_far_above_the_band():
+    rows = [row(i) for i in range(60)]
+    r = run(listing(rows), recent_counts=[5, 5, 5])
+    assert r.error_type == errors.SCHEMA_MISMATCH
+    assert r.errors == ["Item count 60 is far above the usual 5 (expected 1-50)"]
+
+
+def test_no_history_no_band():
+    r = run(listing(GOOD_ROWS[:1]))
+    assert r.passed and r.band is None
+
+
+def test_shape_drift_against_last_good_urls():
+    last_good = [{"name": f"P{i}", "score": i, "profile": f"/players/{i}", "note": None} for i in range(5)]
+    rows = [row(i, href="Profile") for i in range(5)]
+    r = run(listing(rows), last_good=last_good)
+    assert r.error_type == errors.SCHEMA_MISMATCH
+    assert r.errors == ["value-shape drift: profile was URLs, now 'Profile'"]
+
+
+def test_shape_drift_against_last_good_numbers_in_a_str_field():
+    bp = from_dict({"items": "li", "fields": {"label": {"css": "b"}, "rank": {"css": "i"}}})
+    last_good = [{"label": "a", "rank": "#1"}, {"label": "b", "rank": "#2"}, {"label": "c", "rank": "3rd"}]
+    html = "<ul>" + "".join(f"<li><b>{c}</b><i>unranked</i></li>" for c in "abc") + "</ul>"
+    r = run(html, bp, last_good=last_good)
+    assert r.error_type == errors.SCHEMA_MISMATCH and r.failed_fields == ["rank"]
+    # words before and words now: no drift
+    assert run(html, bp, last_good=[{"label": "x", "rank": "gold"}]).passed
+
+
+def test_shape_drift_against_last_good_dates_single_record():
+    bp = from_dict({"fields": {"title": {"css": "h1"}, "updated": {"css": ".updated"}}})
+    html = '<html><body><h1>Report</h1><p class="updated">Yesterday</p></body></html>'
+    r = run(html, bp, last_good={"title": "Report", "updated": "2026-11-20"})
+    assert r.error_type == errors.SCHEMA_MISMATCH
+    assert r.errors == ["value-shape drift: updated was dates, now 'Yesterday'"]
+    ok = '<html><body><h1>Report</h1><p class="updated">Nov 21, 2026</p></body></html>'
+    assert run(ok, bp, last_good={"title": "Report", "updated": "2026-11-20"}).passed
+
+
+def test_mixed_values_are_not_drift():
+    last_good = [{"profile": f"/p/{i}"} for i in range(5)]
+    rows = [row(i, href=("Profile" if i == 0 else f"/p/{i}")) for i in range(5)]
+    assert run(listing(rows), last_good=last_good).passed
+
+
+def test_value_shape():
+    assert [value_shape(v) for v in (None, "", 3, 2.5, "1,299", "$5", "45%", "12 pts", "/a/b",
+                                     "https://x.org/a?b=1", "page.html", "2026-01-02", "Nov 3", "10:45",
+                                     "hello world", True)] == \
+        ["empty", "empty", "number", "number", "number", "number", "number", "number", "url",
+         "url", "url", "date", "date", "date", "text", "text"]
+
+
+# -- BLOCKED and precedence ------------------------------------------------------------------
+
+CHALLENGE = ('<html><head><title>Just a moment...</title></head><body><p>Checking your browser before '
+             'accessing example.com.</p><script>window._cf_chl_opt={cvId:"3"}</script></body></html>')
+
+
+def test_challenge_page_is_blocked_even_with_no_other_problem():
+    bp = from_dict({"fields": {"title": {"css": "title"}}})
+    r = run(CHALLENGE, bp)
+    assert r.error_type == errors.BLOCKED and r.critical and r.score == 0.0
+    assert r.errors[0].startswith("Blocked: bot challenge: Cloudflare")
+
+
+def test_blocked_beats_parse_error():
+    r = run(CHALLENGE, recent_counts=[20])
+    assert r.error_type == errors.BLOCKED
+    assert any(e.startswith("No items") for e in r.errors)   # the other problems are still listed
+
+
+def test_parse_error_beats_schema_mismatch():
+    rows = [f'<tr class="player"><td class="name"><a href="/p/{i}">P</a></td><td class="score">n/a</td></tr>'
+            for i in range(3)]
+    html = listing(rows).replace('class="name"', 'class="nm"')
+    r = run(html, recent_counts=[40])
+    kinds = " | ".join(r.errors)
+    assert r.error_type == errors.PARSE_ERROR
+    assert "Empty field: name" in kinds and "value-shape drift: score" in kinds and "Item count 3" in kinds
+    assert set(r.failed_fields) == {"name", "score", "profile"}
+    assert r.score == 0.0
+
+
+def test_login_form_guess_only_blocks_a_page_that_also_fails():
+    bp = from_dict({"fields": {"heading": {"css": "h1"}}})
+    wall = ('<html><head><title>Sign in</title></head><body><h1>Sign in</h1><form>'
+            '<input name="u"><input type="password" name="p"><button>Go</button></form></body></html>')
+    assert run(wall, bp).passed     # the data it asks for is there: not treated as a wall
+    r = run(wall, from_dict({"fields": {"heading": {"css": "h1"}, "price": {"css": ".price"}}}))
+    assert r.error_type == errors.BLOCKED and "login wall" in r.errors[0]
+
+
+def test_no_html_means_no_block_check():
+    ex = extract(CHALLENGE, LIST_BP)
+    assert validate(ex, LIST_BP).error_type == errors.PARSE_ERROR
+
+
+# -- code-parser output (raw is the data stringified, or the data itself) -----------------------
+
+CODE_BP = from_dict({"parser": "def parse(html):\n    return []\n",
+                     "fields": {"name": {}, "score": {"type": "int"}, "extra": {"required": False}}})
+
+
+def code_extraction(data, same: bool = False) -> Extraction:
+    if same:
+        raw = data
+    elif isinstance(data, list):
+        raw = [{k: (None if v is None else str(v)) for k, v in d.items()} if isinstance(d, dict) else d
+               for d in data]
+    else:
+        raw = {k: (None if v is None else str(v)) for k, v in data.items()} if isinstance(data, dict) else data
+    return Extraction(data, raw, len(data) if isinstance(data, list) else None)
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_code_parser_output_good(same):
+    data = [{"name": f"P{i}", "score": i} for i in range(10)]
+    r = validate(code_extraction(data, same), CODE_BP, recent_counts=[10])
+    assert r.passed and r.item_count == 10
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_code_parser_output_problems(same):
+    data = [{"name": f"P{i}", "score": "N/A"} for i in range(10)]
+    r = validate(code_extraction(data, same), CODE_BP)
+    assert r.error_type == errors.SCHEMA_MISMATCH and "score was numeric, now 'N/A'" in r.errors[0]
+    missing = [{"score": i} for i in range(10)]
+    r = validate(code_extraction(missing, same), CODE_BP)
+    assert r.error_type == errors.PARSE_ERROR and r.errors == ["Missing field: name"]
+    strings = [{"name": "x", "score": "12 points"}]
+    assert validate(code_extraction(strings, same), CODE_BP).passed
+
+
+def test_code_parser_output_of_the_wrong_type():
+    r = validate(Extraction([{"name": {"a": 1}, "score": 1}], [{"name": "{'a': 1}", "score": "1"}], 1), CODE_BP)
+    assert r.error_type == errors.SCHEMA_MISMATCH and r.errors == ["Invalid type for name: dict (1 of 1 items)"]
+    r = validate(Extraction("oops", "oops", None), CODE_BP)
+    assert r.error_type == errors.PARSE_ERROR and r.errors == ["No data returned (the parser gave str)"]
+    r = validate(Extraction(["a", "b"], ["a", "b"], 2), CODE_BP)
+    assert r.error_type == errors.PARSE_ERROR and "Missing field: name" in r.errors
+    r = validate(Extraction([], [], 0), CODE_BP)
+    assert r.error_type == errors.PARSE_ERROR and r.errors == ["No items: an empty list"]
+
+
+# -- real pages: the shared corpus of site changes -------------------------------------------------
+
+CORPUS = Path("/work/shared/corpus")
+
+
+def corpus_cases():
+    for path in sorted(CORPUS.rglob("case.json")) if CORPUS.is_dir() else []:
+        case = json.loads(path.read_text())
+        fields = {}
+        for name, f in case["fields"].items():
+            fields[name] = {"css": f["selector"], "type": f.get("type", "str")}
+            if f.get("attr"):
+                fields[name]["attr"] = f["attr"]
+        yield path.parent, case, from_dict({"items": case["items"], "fields": fields})
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus of real pages is not on this machine")
+def test_corpus_pages_validate_as_their_truth_says():
+    """Every page a blueprint was written for passes; every page where the old selectors still
+    work (no_break) passes against the before records; most real breaks are caught."""
+    caught = breaks = 0
+    for folder, case, bp in corpus_cases():
+        before = (folder / "before.html").read_text(errors="replace")
+        after = (folder / "after.html").read_text(errors="replace")
+        ex = extract(before, bp)
+        counts = [ex.item_count] if ex.item_count else None
+        r = validate(ex, bp, html=before, recent_counts=counts)
+        assert r.passed, (folder.name, r.errors)
+        ra = validate(extract(after, bp), bp, html=after, recent_counts=counts, last_good=ex.data)
+        if case.get("no_break"):
+            assert ra.passed, (folder.name, ra.errors)
+        else:
+            breaks += 1
+            caught += not ra.passed
+    assert breaks > 50 and caught / breaks > 0.9
