@@ -1,0 +1,105 @@
+"""An OpenAI-compatible chat-completions healer, and the factory picking a backend.
+
+The model is sent healerd.heal.prompt's tiered prompt at temperature 0; the first
+fenced code block of its answer (```json blueprint or ```python parser) is handled
+exactly like a code healer's modified_files, with the same refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from healerd.diagnosis import DiagnosisContext
+from healerd.heal.external import (
+    CodeHealerClient, CycleResult, HealerConfig, _ClientBase, candidate_from_files, classify_status, encode_request,
+    post_json,
+)
+from healerd.heal.prompt import build_messages
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
+
+
+def chat_url(url: str) -> str:
+    """{base}/v1/chat/completions, accepting a base that already ends in /v1 or /chat/completions."""
+    u = url.rstrip("/")
+    if u.endswith("/chat/completions"):
+        return u
+    if u.endswith("/v1"):
+        return u + "/chat/completions"
+    return u + "/v1/chat/completions"
+
+
+def build_chat_request(ctx: DiagnosisContext, cycle: int, history: list[dict], config: HealerConfig) -> dict:
+    return {"model": config.model, "messages": build_messages(ctx, cycle, history, config), "temperature": 0}
+
+
+def files_from_answer(content: str) -> dict[str, str] | None:
+    """The first fenced block as modified files: json -> blueprint.json, python -> parser.py."""
+    m = _FENCE.search(content or "")
+    if not m:
+        return None
+    lang, code = m.group(1).lower(), m.group(2)
+    if lang in ("json", "jsonc"):
+        return {"blueprint.json": code}
+    if lang in ("python", "py", "python3"):
+        return {"parser.py": code}
+    stripped = code.lstrip()
+    if stripped.startswith("{"):
+        return {"blueprint.json": code}
+    if "def parse" in code:
+        return {"parser.py": code}
+    return {"blueprint.json": code}
+
+
+class OpenAIHealerClient(_ClientBase):
+    """POST {url}/v1/chat/completions; the answer's first fenced block is the candidate."""
+
+    def heal_cycle(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> CycleResult:
+        started = time.perf_counter()
+        try:
+            data = encode_request(build_chat_request(ctx, cycle, history, self.config))
+        except Exception as exc:
+            return self._result(ctx, cycle, "error", f"cannot build the request: {type(exc).__name__}: {exc}",
+                                started=started)
+        timeout = self.config.timeout_for(cycle)
+        ans = post_json(self.client, chat_url(self.config.url), data, self._headers(), timeout, self._max_answer())
+        n = len(data)
+        if ans.outcome:
+            return self._result(ctx, cycle, ans.outcome, ans.reason, started=started, status=ans.status,
+                                request_bytes=n)
+        bad = classify_status(ans.status, ans.body, timeout)
+        if bad:
+            return self._result(ctx, cycle, bad[0], bad[1], started=started, status=ans.status, request_bytes=n)
+        try:
+            payload = json.loads(ans.body)
+            content = payload["choices"][0]["message"]["content"]
+            if not isinstance(content, str):
+                raise TypeError("content is not text")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self._result(ctx, cycle, "bad_response", "the model server's answer is not JSON",
+                                started=started, status=ans.status, request_bytes=n)
+        except (KeyError, IndexError, TypeError) as exc:
+            return self._result(ctx, cycle, "bad_response",
+                                f"the model server's answer has no choices[0].message.content ({exc})",
+                                started=started, status=ans.status, request_bytes=n)
+        files = files_from_answer(content)
+        if files is None:
+            return self._result(ctx, cycle, "bad_response", "the model's answer holds no fenced code block",
+                                started=started, status=ans.status, request_bytes=n)
+        cand = candidate_from_files(ctx, files, self.config)
+        summary = f"{self.config.model or 'model'}: {'parser' if 'parser.py' in files else 'blueprint'} rewritten"
+        return self._result(ctx, cycle, cand.outcome, cand.reason, started=started, status=ans.status,
+                            request_bytes=n, blueprint=cand.blueprint, summary=summary)
+
+
+def make_client(config: HealerConfig) -> CodeHealerClient | OpenAIHealerClient | None:
+    """The backend `config.kind` names; None when no healer URL is configured."""
+    if not config.url:
+        return None
+    if config.kind == "openai":
+        return OpenAIHealerClient(config)
+    if config.kind in ("code-healer", "", None):
+        return CodeHealerClient(config)
+    raise ValueError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {config.kind!r}")

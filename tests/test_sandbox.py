@@ -1,0 +1,210 @@
+"""Parsers as code: the static check and the limited child process (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from healerd.heal.sandbox import (
+    ParserRejected, check_parser_source, interpret, run_parser, run_unchecked, runner_argv, spawn_child,
+)
+
+PAGE = """<html><body><table class="stats">
+<tr class="player"><td class="name"><a href="/p/1">Ann Lee</a></td><td class="score">1,204 pts</td></tr>
+<tr class="player"><td class="name"><a href="/p/2">Bo  Kim</a></td><td class="score">987 pts</td></tr>
+</table></body></html>"""
+
+GOOD = '''
+import re
+from selectolax.lexbor import LexborHTMLParser
+from urllib.parse import urljoin
+
+def parse(html):
+    tree = LexborHTMLParser(html)
+    out = []
+    for row in tree.css("tr.player"):
+        name = row.css_first("td.name a")
+        score = re.search(r"[\\d,]+", row.css_first("td.score").text())
+        out.append({"name": " ".join(name.text().split()),
+                    "profile": urljoin("http://x.test/", name.attributes["href"]),
+                    "score": int(score.group(0).replace(",", ""))})
+    return out
+'''
+
+
+def test_a_good_parser_runs_with_selectolax():
+    assert run_parser(GOOD, PAGE) == [
+        {"name": "Ann Lee", "profile": "http://x.test/p/1", "score": 1204},
+        {"name": "Bo Kim", "profile": "http://x.test/p/2", "score": 987},
+    ]
+
+
+def test_a_single_record_parser_and_bytes_input():
+    code = "import json\ndef parse(html):\n    return {'n': len(html), 'ok': True, 'none': None, 'f': 1.5}\n"
+    assert run_parser(code, b"<p>hi</p>") == {"n": 9, "ok": True, "none": None, "f": 1.5}
+
+
+def test_print_in_the_parser_does_not_corrupt_the_result():
+    code = "def parse(html):\n    print('garbage {{{ not json')\n    print(']]]')\n    return {'a': 'b'}\n"
+    assert run_parser(code, PAGE) == {"a": "b"}
+
+
+def test_an_infinite_loop_is_killed_at_the_wall_limit():
+    with pytest.raises(ParserRejected, match=r"ran longer than 1s \(wall clock\) and was killed"):
+        run_parser("def parse(html):\n    while True:\n        pass\n", PAGE, wall_seconds=1)
+
+
+def test_a_cpu_hog_is_killed_by_the_cpu_limit():
+    code = "def parse(html):\n    n = 0\n    while True:\n        n += 1\n"
+    with pytest.raises(ParserRejected, match="CPU time"):
+        run_parser(code, PAGE, cpu_seconds=1, wall_seconds=30)
+
+
+@pytest.mark.parametrize("code", [
+    "def parse(html):\n    x = 'a' * (10 ** 10)\n    return {}\n",
+    "def parse(html):\n    hoard = []\n    while True:\n        hoard.append('x' * 10 ** 6)\n",
+])
+def test_a_memory_bomb_is_rejected(code):
+    with pytest.raises(ParserRejected, match=r"out of memory \(limit 128 MB\)"):
+        run_parser(code, PAGE, memory_mb=128)
+
+
+def test_huge_output_is_cut_and_rejected():
+    code = "def parse(html):\n    return [{'v': 'x' * 1000} for _ in range(100000)]\n"
+    with pytest.raises(ParserRejected, match="output exceeds 50000 bytes"):
+        run_parser(code, PAGE, max_output=50_000)
+
+
+def test_garbage_on_the_runner_stdout_is_rejected():
+    child = spawn_child("import sys\nsys.stdout.write('<<garbage>> not json')\n", b"", [],
+                        wall_seconds=10, max_output=1000)
+    assert child.returncode == 0 and child.stdout.startswith(b"<<garbage>>")
+    with pytest.raises(ParserRejected, match="not valid JSON"):
+        interpret(child, cpu_seconds=5, memory_mb=256, wall_seconds=10, max_output=1000)
+    child = spawn_child("print('[1, 2]')\n", b"", [], wall_seconds=10, max_output=1000)
+    with pytest.raises(ParserRejected, match="not a result envelope"):
+        interpret(child, cpu_seconds=5, memory_mb=256, wall_seconds=10, max_output=1000)
+
+
+@pytest.mark.parametrize("code, reason", [
+    ("def parse(html):\n    raise ValueError('layout unknown')\n", "raised ValueError: layout unknown"),
+    ("def parse(html):\n    return 3\n", "value of type int"),
+    ("def parse(html):\n    return [{'a': 1}, 'x']\n", "item 1: a value of type str"),
+    ("def parse(html):\n    return {'a': [1, 2]}\n", "field 'a' of type list"),
+    ("def parse(html):\n    return {'a': float('nan')}\n", "not JSON"),
+    ("def parse(html):\n    return {'a': {1, 2}}\n", "not JSON"),
+    ("def parse(html):\n    return parse(html)\n", "RecursionError"),
+])
+def test_bad_results_and_exceptions_are_rejected_with_a_reason(code, reason):
+    with pytest.raises(ParserRejected) as info:
+        run_parser(code, PAGE)
+    assert reason in info.value.reason
+
+
+@pytest.mark.parametrize("code, reason", [
+    ("def parse(html:\n    return {}\n", "does not parse: line 1"),
+    ("def parsed(html):\n    return {}\n", "top-level function parse"),
+    ("def parse():\n    return {}\n", "first argument"),
+    ("import os\ndef parse(html):\n    return {}\n", "imports 'os'"),
+    ("import sys\ndef parse(html):\n    return {}\n", "imports 'sys'"),
+    ("import subprocess\ndef parse(html):\n    return {}\n", "imports 'subprocess'"),
+    ("from os import path\ndef parse(html):\n    return {}\n", "imports 'os'"),
+    ("import urllib.request\ndef parse(html):\n    return {}\n", "imports 'urllib.request'"),
+    ("from urllib import request\ndef parse(html):\n    return {}\n", "imports 'urllib'"),
+    ("import importlib\ndef parse(html):\n    return {}\n", "imports 'importlib'"),
+    ("import builtins\ndef parse(html):\n    return {}\n", "imports 'builtins'"),
+    ("from . import x\ndef parse(html):\n    return {}\n", "relative import"),
+    ("from re import *\ndef parse(html):\n    return {}\n", "import *"),
+    ("def parse(html):\n    return {'a': open('/etc/passwd').read()}\n", "forbidden name 'open'"),
+    ("def parse(html):\n    return eval('1')\n", "forbidden name 'eval'"),
+    ("def parse(html):\n    exec('x=1')\n", "forbidden name 'exec'"),
+    ("def parse(html):\n    return __import__('os')\n", "forbidden name '__import__'"),
+    ("def parse(html):\n    return globals()\n", "forbidden name 'globals'"),
+    ("def parse(html):\n    return vars()\n", "forbidden name 'vars'"),
+    ("def parse(html):\n    breakpoint()\n", "forbidden name 'breakpoint'"),
+    ("def parse(html):\n    return {'a': input()}\n", "forbidden name 'input'"),
+    ("def parse(html):\n    return ().__class__.__bases__[0].__subclasses__()\n", "private attribute '__"),
+    ("def parse(html):\n    return parse.__globals__\n", "'__globals__'"),
+    ("def parse(html):\n    return __builtins__\n", "'__builtins__'"),
+    ("def parse(html):\n    return getattr(html, '__class__')\n", "getattr() on the attribute '__class__'"),
+    ("def parse(html):\n    g = (x for x in [1])\n    return g.gi_frame\n", "'gi_frame'"),
+    ("import collections\ndef parse(html):\n    return collections._sys\n", "private attribute '_sys'"),
+])
+def test_the_static_check_refuses_dangerous_code(code, reason):
+    with pytest.raises(ParserRejected) as info:
+        check_parser_source(code)
+    assert reason in info.value.reason
+    with pytest.raises(ParserRejected):   # run_parser checks first, so nothing dangerous ever starts
+        run_parser(code, PAGE)
+
+
+def test_the_static_check_accepts_ordinary_parsers():
+    check_parser_source(GOOD)
+    check_parser_source("import datetime, json, math, string, itertools, collections, functools, decimal, html\n"
+                        "import unicodedata, urllib.parse, selectolax, selectolax.lexbor\n"
+                        "from collections import Counter\n"
+                        "def parse(html):\n    return {'t': getattr(html, 'upper')()}\n")
+
+
+def test_the_runtime_refuses_what_the_static_check_would_have(tmp_path):
+    # These reach the child without the static check: the child's own defences stop them.
+    cases = {
+        "import os\ndef parse(html):\n    return {}\n": "import of 'os' is not allowed",
+        "def parse(html):\n    return {'x': str(open)}\n": "NameError",
+        "import datetime\ndef parse(html):\n    return {'x': str(datetime.sys)}\n": "has no attribute 'sys'",
+        "import string\ndef parse(html):\n    return {'x': str(string.Formatter)}\n": "has no attribute 'Formatter'",
+        "def parse(html):\n    return {'x': str(getattr(html, '_' + '_class__'))}\n": "not allowed",
+        "import selectolax.lexbor as lx\ndef parse(html):\n    return {'x': str(lx.logger)}\n": "no attribute 'logger'",
+    }
+    for code, reason in cases.items():
+        with pytest.raises(ParserRejected) as info:
+            run_unchecked(code, PAGE)
+        assert reason in info.value.reason, (code, info.value.reason)
+
+
+def test_the_child_sees_an_empty_environment_and_a_fresh_cwd(monkeypatch, tmp_path):
+    monkeypatch.setenv("HEALERD_TEST_SECRET", "sk-should-never-be-seen")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "marker.txt").write_text("parent's directory")
+    script = ("import os, json, sys, resource\n"
+              "print(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd(), 'files': os.listdir('.'),\n"
+              "                  'isolated': sys.flags.isolated, 'site': 'site' in sys.modules}))\n")
+    child = spawn_child(script, b"", [], wall_seconds=10, max_output=100_000)
+    info = json.loads(child.stdout)
+    assert "HEALERD_TEST_SECRET" not in info["env"]
+    assert set(info["env"]) <= {"LC_CTYPE"}  # Python itself may set LC_CTYPE when coercing the C locale
+    assert info["cwd"] != str(tmp_path) and info["files"] == []
+    assert info["isolated"] == 1 and info["site"] is False
+    assert not os.path.exists(info["cwd"])  # the temp dir is removed afterwards
+
+
+def test_the_runner_applies_its_limits_to_itself():
+    from healerd.heal.sandbox import RUNNER
+
+    payload = json.dumps({"code": "def parse(html):\n    return {}\n", "html": ""}).encode()
+    child = spawn_child(RUNNER, payload, runner_argv(2, 100), wall_seconds=10, max_output=10_000)
+    envelope = json.loads(child.stdout)
+    assert envelope["ok"] is True and envelope["result"] == {}
+    limits = envelope["limits"]
+    assert limits["cpu"] == [2, 3]
+    assert limits["as"] == [100 * 1024 * 1024] * 2
+    assert limits["fsize"] == [0, 0] and limits["core"] == [0, 0]
+    assert limits["nofile"][0] <= 8
+
+
+def test_a_parser_cannot_write_files_even_past_the_checks(tmp_path):
+    # Runtime only: `open` is not among the builtins the parser gets.
+    with pytest.raises(ParserRejected, match="NameError"):
+        run_unchecked(f"def parse(html):\n    open({str(tmp_path / 'x')!r}, 'w').write('x')\n    return {{}}\n", PAGE)
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_daemon_process_is_unaffected():
+    before = sys.getrecursionlimit(), dict(os.environ), os.getcwd()
+    with pytest.raises(ParserRejected):
+        run_parser("def parse(html):\n    x = 'a' * (10 ** 10)\n", PAGE)
+    assert run_parser("def parse(html):\n    return {'ok': 'yes'}\n", PAGE) == {"ok": "yes"}
+    assert (sys.getrecursionlimit(), dict(os.environ), os.getcwd()) == before
