@@ -115,7 +115,7 @@ def test_all_optional_blueprint_with_nothing_is_parse_error():
 # -- SCHEMA_MISMATCH -----------------------------------------------------------------------
 
 def test_few_null_items_are_tolerated():
-    rows = GOOD_ROWS[:19] + [f'<tr class="player"><td class="name"><a href="/p/x">X</a></td></tr>']
+    rows = GOOD_ROWS[:19] + ['<tr class="player"><td class="name"><a href="/p/x">X</a></td></tr>']
     r = run(listing(rows))   # 1 of 20 = 5 %
     assert r.passed
     assert r.warnings == ["score: 1 of 20 items null (tolerated)"]

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import coerce, extract, first_number
+from healerd.extract import extract
 from healerd.heal.fingerprint import Fingerprint, Page, fingerprint, norm_label, similarity, text_shape
 from healerd.heal.selectors import (
     Selector,
-    all_matches,
     first_in,
     items_selector,
     relaxed_first,

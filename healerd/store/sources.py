@@ -126,34 +126,79 @@ def due(conn: apsw.Connection, now: float, limit: int = 1000) -> list[dict]:
     )
 
 
+_ISO = "strftime('%Y-%m-%dT%H:%M:%SZ', {col}, 'unixepoch')"
 STATUS_SQL = (
-    "SELECT s.name, s.url, h.state, s.current_version AS version, h.last_success_at, h.last_failure_at, "
-    "h.failure_count, h.fix_attempts_today, h.quarantine_until, s.paused, s.next_run_at, h.last_error, "
+    "SELECT s.name, s.url, h.state, s.current_version AS version, "
+    f"{_ISO.format(col='h.last_success_at')} AS last_success_at, "
+    f"{_ISO.format(col='h.last_failure_at')} AS last_failure_at, "
+    "h.failure_count, h.fix_attempts_today, "
+    f"{_ISO.format(col='h.quarantine_until')} AS quarantine_until, s.paused, "
+    f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {_ISO.format(col='s.next_run_at')} END "
+    "AS next_run_at, h.last_error, "
     "h.last_error_type, h.flagged_for_review, h.consecutive_failures, h.success_count "
     "FROM sources s JOIN source_health h ON h.source_name = s.name"
 )
+_STATUS_KEYS = ("name", "url", "state", "version", "last_success_at", "last_failure_at", "failure_count",
+                "fix_attempts_24h", "quarantine_until", "paused", "next_run_at", "last_error")
 
 
 def status_object(r: dict) -> dict:
-    """The CONTRACT's `healerctl status --json` object."""
+    """The CONTRACT's `healerctl status --json` object (times already ISO from SQL)."""
     return {
         "name": r["name"],
         "url": r["url"],
         "state": r["state"],
         "version": r["version"],
-        "last_success_at": iso(r["last_success_at"]),
-        "last_failure_at": iso(r["last_failure_at"]),
+        "last_success_at": r["last_success_at"],
+        "last_failure_at": r["last_failure_at"],
         "failure_count": r["failure_count"],
         "fix_attempts_24h": r["fix_attempts_today"],
-        "quarantine_until": iso(r["quarantine_until"]),
+        "quarantine_until": r["quarantine_until"],
         "paused": bool(r["paused"]),
-        "next_run_at": iso(r["next_run_at"]) if not r["paused"] and r["state"] in ("ACTIVE", "DEGRADED") else None,
+        "next_run_at": r["next_run_at"],
         "last_error": r["last_error"],
     }
 
 
 def status_all(conn: apsw.Connection) -> list[dict]:
-    return [status_object(r) for r in rows(conn, STATUS_SQL + " ORDER BY s.name")]
+    """All status objects, fast: one query, times formatted by SQLite, tuples zipped into dicts."""
+    cur = conn.execute(
+        "SELECT s.name, s.url, h.state, s.current_version, "
+        f"{_ISO.format(col='h.last_success_at')}, {_ISO.format(col='h.last_failure_at')}, "
+        f"h.failure_count, h.fix_attempts_today, {_ISO.format(col='h.quarantine_until')}, s.paused, "
+        f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {_ISO.format(col='s.next_run_at')} END, "
+        "h.last_error FROM sources s JOIN source_health h ON h.source_name = s.name ORDER BY s.name")
+    try:
+        keys = _STATUS_KEYS
+        return [dict(zip(keys, (*r[:9], r[9] == 1, *r[10:]))) for r in cur]
+    finally:
+        cur.close()
+
+
+def status_all_json(conn: apsw.Connection) -> str:
+    """The same as status_all, as JSON text built by SQLite (no Python objects per source)."""
+    iso = _ISO.format
+    sql = (
+        "SELECT json_group_array(json_object('name', s.name, 'url', s.url, 'state', h.state, "
+        f"'version', s.current_version, 'last_success_at', {iso(col='h.last_success_at')}, "
+        f"'last_failure_at', {iso(col='h.last_failure_at')}, 'failure_count', h.failure_count, "
+        f"'fix_attempts_24h', h.fix_attempts_today, 'quarantine_until', {iso(col='h.quarantine_until')}, "
+        "'paused', json(CASE WHEN s.paused THEN 'true' ELSE 'false' END), "
+        f"'next_run_at', CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {iso(col='s.next_run_at')} END, "
+        "'last_error', h.last_error)) FROM (SELECT * FROM sources ORDER BY name) s "
+        "JOIN source_health h ON h.source_name = s.name"
+    )
+    cur = conn.execute(sql)
+    try:
+        for r in cur:
+            return r[0] or "[]"
+        return "[]"
+    finally:
+        cur.close()
+
+
+def state_counts(conn: apsw.Connection) -> dict[str, int]:
+    return {r["state"]: r["n"] for r in rows(conn, "SELECT state, count(*) AS n FROM source_health GROUP BY state")}
 
 
 def status_one(conn: apsw.Connection, name: str) -> dict:

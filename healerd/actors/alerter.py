@@ -1,0 +1,142 @@
+"""Alerter: the alert log.
+
+Every alert becomes one JSON line in <log-dir>/alerts.jsonl, one `ALERT ...` line
+on stderr (journald sees it), a row in the alerts table (through the StoreWriter)
+and, when configured, a webhook POST from a background thread that can neither
+block the actor nor lose the log line. The same event for the same source is not
+repeated within the dedupe window unless the source's state changed in between.
+Secrets are masked before anything leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pykka
+
+from healerd.actors.messages import Alert, Ping
+from healerd.actors.registry import ActorRegistry
+from healerd.config import Config
+from healerd.sanitize import mask_mapping, mask_text
+from healerd.timeutil import iso
+
+log = logging.getLogger("healerd.alerter")
+
+EVENTS = ("DEGRADED", "HEALED", "HEAL_FAILED", "QUARANTINED", "UNQUARANTINED", "DEAD", "RECOVERED",
+          "SYSTEMIC_HALT", "BUDGET_PAUSED", "FLAGGED_FOR_REVIEW")
+
+
+class AlertDeduper:
+    """Decides whether an alert is a repeat: same (source, event) within the window, no state change between."""
+
+    def __init__(self, window: float):
+        self.window = window
+        self._generation: dict[str | None, int] = {}
+        self._state: dict[str | None, str | None] = {}
+        self._sent: dict[tuple, tuple[float, int]] = {}
+
+    def should_send(self, source: str | None, event: str, state: str | None, now: float) -> bool:
+        if state is not None and self._state.get(source) != state:
+            self._state[source] = state
+            self._generation[source] = self._generation.get(source, 0) + 1
+        gen = self._generation.get(source, 0)
+        last = self._sent.get((source, event))
+        if last is not None and now - last[0] < self.window and last[1] == gen:
+            return False
+        self._sent[(source, event)] = (now, gen)
+        return True
+
+
+def format_line(alert: dict) -> str:
+    src = alert.get("source") or "-"
+    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {alert['event']}: {alert['message']}"
+
+
+class _Webhook(threading.Thread):
+    def __init__(self, url: str):
+        super().__init__(name="healerd-webhook", daemon=True)
+        self.url = url
+        self.queue: queue.Queue = queue.Queue(maxsize=1000)
+        self.client = httpx.Client(timeout=5.0)
+
+    def submit(self, alert: dict) -> None:
+        try:
+            self.queue.put_nowait(alert)
+        except queue.Full:
+            log.warning("webhook queue full: dropped a webhook POST (the alert log still has it)")
+
+    def run(self) -> None:
+        while True:
+            alert = self.queue.get()
+            if alert is None:
+                return
+            try:
+                resp = self.client.post(self.url, json=alert)
+                if resp.status_code >= 400:
+                    log.warning("webhook answered HTTP %s", resp.status_code)
+            except httpx.HTTPError as exc:
+                log.warning("webhook POST failed: %s", mask_text(str(exc)))
+
+    def stop(self) -> None:
+        self.queue.put(None)
+
+
+class Alerter(pykka.ThreadingActor):
+    def __init__(self, log_dir: str, config: Config, registry: ActorRegistry):
+        super().__init__()
+        self.path = Path(log_dir) / "alerts.jsonl"
+        self.config = config
+        self.registry = registry
+        self.deduper = AlertDeduper(config.alerts.dedupe_window)
+        self.fh = None
+        self.webhook: _Webhook | None = None
+
+    def on_start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(self.path, "a", encoding="utf-8")
+        if self.config.alerts.webhook:
+            self.webhook = _Webhook(self.config.alerts.webhook)
+            self.webhook.start()
+
+    def on_stop(self) -> None:
+        if self.fh:
+            self.fh.close()
+        if self.webhook:
+            self.webhook.stop()
+
+    def on_receive(self, message):
+        if isinstance(message, Ping):
+            return True
+        if isinstance(message, Alert):
+            try:
+                self._emit(message)
+            except Exception:  # an alert that cannot be written must not stop the Alerter
+                log.exception("could not emit alert %s", message.event)
+        return None
+
+    def _emit(self, a: Alert) -> None:
+        now = time.time()
+        if not self.deduper.should_send(a.source, a.event, a.state, now):
+            log.debug("alert %s for %s deduplicated", a.event, a.source)
+            return
+        alert = {
+            "ts": iso(now),
+            "level": a.level,
+            "source": a.source,
+            "event": a.event,
+            "message": mask_text(a.message),
+            "details": mask_mapping(a.details or {}),
+        }
+        self.fh.write(json.dumps(alert, ensure_ascii=False, default=str) + "\n")
+        self.fh.flush()
+        print(format_line(alert), file=sys.stderr, flush=True)
+        self.registry.write_later("insert_alert", alert, now)
+        if self.webhook:
+            self.webhook.submit(alert)

@@ -1,0 +1,113 @@
+"""Deployer: candidate -> staging version -> validated on the live page -> promoted or rejected.
+
+The Doctor asks it to deploy a candidate; it never asks the Doctor back. Production
+moves in one transaction (StoreWriter.promote), so it is always one whole version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+
+from healerd.actors.base import ServiceActor
+from healerd.actors.scraper import run_parser_on
+from healerd.blueprint import Blueprint, from_json
+from healerd.deploy import PROMOTE, STAGE, judge
+from healerd.fetch import FetchError
+from healerd.store import snapshots, versions
+from healerd.store.db import row
+
+log = logging.getLogger("healerd.deployer")
+
+
+@dataclass(frozen=True)
+class Deploy:
+    """Doctor -> Deployer (ask): try this candidate for `name`."""
+    name: str
+    candidate_json: str
+    origin: str          # builtin | memory | external | human
+    note: str = ""
+
+
+def deploy_result(outcome: str, version: int | None, reason: str, validation: dict | None = None) -> dict:
+    return {"outcome": outcome, "version": version, "reason": reason, "validation": validation}
+
+
+class Deployer(ServiceActor):
+    fetches = True
+
+    def handle(self, message):
+        if isinstance(message, Deploy):
+            try:
+                return self.deploy(message)
+            except Exception as exc:
+                log.exception("deploying a candidate for %s failed", message.name)
+                return deploy_result("error", None, f"internal error while deploying: {exc}")
+        return None
+
+    def _flagged(self, name: str, now: float) -> bool:
+        src = row(self.conn, "SELECT s.review_approved_until, h.flagged_for_review FROM sources s JOIN source_health h "
+                             "ON h.source_name = s.name WHERE s.name = ?", (name,))
+        if not src:
+            return False
+        if src["review_approved_until"] and src["review_approved_until"] > now:
+            return False
+        if src["flagged_for_review"]:
+            return True
+        changes = versions.changes_since(self.conn, name, now - self.config.doctor.review_window)
+        if changes >= self.config.doctor.review_changes:
+            self.registry.write("flag_for_review", name,
+                                f"the parser was changed automatically {changes} times in "
+                                f"{self.config.doctor.review_window / 86400:g} days: further changes wait for a person "
+                                f"(healerctl approve)")
+            return True
+        return False
+
+    def deploy(self, msg: Deploy) -> dict:
+        now = time.time()
+        name = msg.name
+        candidate: Blueprint = from_json(msg.candidate_json)
+        prod_version, production = versions.production(self.conn, name)
+        src = row(self.conn, "SELECT s.url, h.item_counts FROM sources s JOIN source_health h ON h.source_name = s.name "
+                             "WHERE s.name = ?", (name,))
+        if src is None:
+            return deploy_result("error", None, "the source was removed")
+        if candidate.to_json() == production.to_json():
+            return deploy_result("rejected", None, "the candidate is the production parser itself")
+        flagged = self._flagged(name, now)
+        version = self.registry.write("stage_version", name, candidate, msg.origin, msg.note)
+        url = candidate.url or src["url"]
+        try:
+            page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None)
+        except FetchError as exc:
+            reason = f"could not fetch the live page to validate: {exc.message}"
+            self.registry.write("reject_version", name, version, reason)
+            return deploy_result("rejected", version, reason)
+        try:
+            cand_ex = run_parser_on(candidate, page.text)
+        except Exception as exc:
+            reason = f"the candidate parser failed on the live page: {getattr(exc, 'reason', None) or exc}"
+            self.registry.write("reject_version", name, version, reason)
+            return deploy_result("rejected", version, reason)
+        try:
+            prod_ex = run_parser_on(production, page.text)
+        except Exception:
+            prod_ex = None
+        good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
+        counts = json.loads(src["item_counts"] or "[]")
+        verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
+                        last_good=good["records"] if good else None, flagged_for_review=flagged,
+                        status=page.status)
+        validation = verdict.to_dict()
+        if verdict.action == PROMOTE:
+            self.registry.write("promote", name, version, validation,
+                                url=candidate.url if candidate.url and candidate.url != src["url"] else None)
+            log.info("promoted %s version %s (%s), was %s", name, version, msg.origin, prod_version)
+            return deploy_result("promoted", version, verdict.reason, validation)
+        if verdict.action == STAGE:
+            return deploy_result("staged", version, verdict.reason, validation)
+        self.registry.write("reject_version", name, version, verdict.reason, validation)
+        return deploy_result("rejected", version, verdict.reason, validation)

@@ -1,0 +1,480 @@
+"""Doctor: one fix attempt per FIX_SOURCE task.
+
+    breakers (halt, budget, quarantine) -> diagnosis context (pages, diff, output)
+    -> route by error class -> the healing ladder (memory -> builtin -> external)
+    -> each candidate deployed by the Deployer (staging, live validation, promotion)
+    -> one fix_history row, one WARNING log line, alerts, the fix memory updated
+
+The Doctor asks the StoreWriter and the Deployer, neither of which ever asks it
+back. It tells the Scheduler when it is idle again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+
+
+from healerd import errors
+from healerd.actors.deployer import Deploy
+from healerd.actors.messages import Alert, HealTask, Ping
+from healerd.actors.registry import ActorRegistry
+from healerd.actors.scheduler import DoctorIdle
+from healerd.actors.base import ServiceActor
+from healerd.actors.scraper import run_parser_on
+from healerd.blueprint import Blueprint
+from healerd.config import Config
+from healerd.diagnosis import DiagnosisContext
+from healerd.fetch import FetchError
+from healerd.healing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
+                             relocation_candidates, route)
+from healerd.htmldiff import diff_signature, structural_diff, template_signature
+from healerd.ledger import HALT_KEY
+from healerd.sanitize import mask_text
+from healerd.store import fixes, snapshots, sources, versions
+from healerd.store.db import row, scalar
+from healerd.validate import validate
+from healerd.waiters import Waiters
+
+log = logging.getLogger("healerd.doctor")
+
+
+class Doctor(ServiceActor):
+    fetches = True
+
+    def __init__(self, db_path: str, config: Config, registry: ActorRegistry, waiters: Waiters):
+        super().__init__(db_path, config, registry)
+        self.waiters = waiters
+        self._episode_start: float | None = None
+        self._failed_fields: list[str] = []
+
+    def handle(self, message):
+        if isinstance(message, Ping):
+            return True
+        if isinstance(message, HealTask):
+            result = None
+            try:
+                result = self.treat(message)
+            except Exception as exc:
+                log.exception("the Doctor failed on %s", message.name)
+                result = {"name": message.name, "outcome": "error", "strategy": None,
+                          "reason": f"internal error: {exc}", "version": None, "state": None}
+                try:
+                    self.registry.write("fail_task", message.task_id, f"internal error: {exc}")
+                except Exception:
+                    log.exception("could not record the failed task %s", message.task_id)
+            finally:
+                self.waiters.resolve(message.request_id, result)
+                self.registry.tell("scheduler", DoctorIdle())
+        return None
+
+    # -- one attempt -------------------------------------------------------------------
+    def _result(self, name: str, outcome: str, reason: str, strategy: str | None = None,
+                version: int | None = None) -> dict:
+        state = scalar(self.conn, "SELECT state FROM source_health WHERE source_name = ?", (name,))
+        return {"name": name, "outcome": outcome, "strategy": strategy, "reason": reason, "version": version,
+                "state": state}
+
+    def _decline(self, task: HealTask, reason: str, *, release_for: float | None = None,
+                 record_as: str | None = None) -> dict:
+        if release_for is not None:
+            self.registry.write("release_task", task.task_id, time.time() + release_for)
+        else:
+            self.registry.write("complete_task", task.task_id, {"outcome": "declined", "reason": reason})
+        if record_as:
+            self.registry.write("record_fix", name=task.name, error_type=record_as, strategy="none",
+                                outcome="declined", reason=reason)
+        log.info("fix of %s declined: %s", task.name, reason)
+        return self._result(task.name, "declined", reason)
+
+    def treat(self, task: HealTask) -> dict:
+        name = task.name
+        started = time.time()
+        try:
+            src = sources.get(self.conn, name)
+        except sources.SourceNotFound:
+            self.registry.write("complete_task", task.task_id, {"outcome": "declined", "reason": "source removed"})
+            return {"name": name, "outcome": "declined", "strategy": None, "reason": "no such source",
+                    "version": None, "state": None}
+        if src["state"] in ("QUARANTINED", "DEAD"):
+            return self._decline(task, f"{name} is {src['state']}: `healerctl unquarantine {name}` first")
+        if not self.config.doctor.enabled:
+            return self._decline(task, "healing is disabled ([doctor] enabled = false)")
+        halt = scalar(self.conn, "SELECT value FROM daemon_state WHERE key = ?", (HALT_KEY,))
+        if halt:
+            reason = json.loads(halt).get("reason", "systemic halt")
+            return self._decline(task, f"healing is halted everywhere (SYSTEMIC_HALT: {reason}); "
+                                       f"`healerctl resume-healing` to resume", release_for=30.0)
+        budget = 1 if src["retry_only"] else self.config.doctor.max_fix_attempts
+        used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, after=src["attempts_since"])
+        if used >= budget:
+            return self._decline(task, f"the attempt budget is spent ({used}/{budget} in the window)")
+
+        ctx, page_error = self.diagnose(name, src)
+        if ctx is None:
+            return self._decline(task, page_error or "could not diagnose")
+        strategy_kind, why = route(ctx.error_type, ctx_status(ctx), None)
+        if ctx.error_type is None:
+            self.registry.write("complete_task", task.task_id, {"outcome": "unchanged"})
+            self.registry.write("schedule_now", name)
+            return self._result(name, "unchanged", "the production parser passes on the current page: nothing to heal")
+        if strategy_kind == DECLINE:
+            return self._decline(task, why)
+
+        self._episode_start = src["failing_since"]
+        previous = fixes.recent(self.conn, name, since=src["failing_since"] - 1 if src["failing_since"] else None)
+        ctx.previous_attempts = recovery_context(previous)["previous_attempts"]
+        tried: list[str] = []
+        outcome = None
+        if strategy_kind == SELECTORS:
+            outcome = self.selector_ladder(ctx, tried)
+        elif strategy_kind == RELOCATE:
+            outcome = self.relocate(ctx, tried)
+
+        duration_ms = (time.time() - started) * 1000
+        fingerprint = task.context.get("fingerprint") or src["last_fingerprint"]
+        diag = {"error_type": ctx.error_type, "error_message": mask_text(ctx.error_message),
+                "failure_count": ctx.failure_count, "fix_attempts_today": ctx.fix_attempts_today,
+                "validation_errors": ctx.validation_errors[:10], "diff_lines": ctx.html_diff.count("\n"),
+                "previous_attempts": len(ctx.previous_attempts), "version": ctx.version}
+        if outcome and outcome["outcome"] == "promoted":
+            reason = f"{outcome['strategy']}: {outcome['reason']}"
+            self.registry.write("record_fix", name=name, error_type=ctx.error_type, strategy=outcome["strategy"],
+                                outcome="promoted", reason=reason, context=diag, patch=outcome.get("patch"),
+                                validation=outcome.get("validation"), deployed_to="PRODUCTION",
+                                version=outcome["version"], fingerprint=fingerprint, duration_ms=duration_ms)
+            self.registry.write("complete_task", task.task_id, {"outcome": "promoted", "version": outcome["version"]})
+            log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=promoted version=%s reason=%s",
+                        name, outcome["strategy"], duration_ms, outcome["version"], outcome["reason"])
+            return self._result(name, "promoted", reason, outcome["strategy"], outcome["version"])
+
+        final = outcome["outcome"] if outcome else "rejected"
+        strategy = outcome["strategy"] if outcome else (tried[-1].split(":", 1)[0] if tried else "none")
+        reason = "; ".join(tried) or "no strategy produced a candidate"
+        missing = (outcome or {}).get("missing_fields") or []
+        staged = [v["version"] for v in versions.staged(self.conn, name)]
+        report = deferred_report(name=name, error_type=ctx.error_type, last_error=ctx.error_message,
+                                 attempts=[{"at": p["at"], "strategy": p["strategy"], "outcome": p["outcome"],
+                                            "reason": p["reason"]} for p in previous] +
+                                          [{"at": "now", "strategy": strategy, "outcome": final, "reason": reason}],
+                                 tried=tried, missing_fields=missing, staged_versions=staged,
+                                 external_configured=bool(self.config.healer.url))
+        self.registry.write("record_fix", name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
+                            reason=reason, context=diag, patch=(outcome or {}).get("patch"),
+                            validation=(outcome or {}).get("validation"),
+                            deployed_to="STAGING" if final == "staged" else "FAILED",
+                            version=(outcome or {}).get("version"), fingerprint=fingerprint, duration_ms=duration_ms,
+                            deferred_report=report)
+        self.registry.write("set_deferred_report", name, report) if final != "promoted" else None
+        self.registry.write("complete_task", task.task_id, {"outcome": final})
+        log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=%s reason=%s",
+                    name, strategy, duration_ms, final, reason)
+        return self._result(name, final, reason, strategy, (outcome or {}).get("version"))
+
+    # -- diagnosis -------------------------------------------------------------------
+    def diagnose(self, name: str, src: dict) -> tuple[DiagnosisContext | None, str | None]:
+        """The spec's context package: pages, diff, output, errors, counters."""
+        version, bp = versions.production(self.conn, name)
+        good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
+        status = None
+        permanent_redirect = None
+        try:
+            page = self.fetcher.fetch(src["url"], headers=bp.headers or None, cookies=bp.cookies or None)
+            html, status, permanent_redirect = page.text, page.status, page.permanent_redirect
+        except FetchError as exc:
+            kind, why = route(exc.error_type, exc.status, None)
+            if kind == DECLINE:
+                return None, f"the page cannot be fetched ({exc.error_type}: {exc.message}); {why}"
+            ctx = self._context(name, src, bp, version, good, "", exc.error_type, exc.message, [], "")
+            ctx.actual_output = {"status": exc.status}
+            return ctx, None
+        try:
+            ex = run_parser_on(bp, html)
+        except Exception as exc:
+            ctx = self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
+                                f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
+            return ctx, None
+        counts = json.loads(src["item_counts"] or "[]")
+        result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
+                          status=status or 200)
+        if result.passed:
+            ctx = self._context(name, src, bp, version, good, html, None, "", [], result.report())
+        else:
+            ctx = self._context(name, src, bp, version, good, html, result.error_type, "; ".join(result.errors[:5]),
+                                list(result.errors), result.report())
+            ctx.validation_errors = list(result.errors)
+        ctx.actual_output = ex.data
+        ctx.error_traceback = ""
+        if permanent_redirect:
+            ctx.actual_output = {"permanent_redirect": permanent_redirect, "data": ex.data}
+        self._failed_fields = list(result.failed_fields)
+        return ctx, None
+
+    def _context(self, name, src, bp: Blueprint, version, good, html, error_type, message, verrors, report):
+        self._failed_fields = []
+        return DiagnosisContext(
+            source_name=name, url=src["url"], blueprint=bp, version=version, error_type=error_type,
+            error_message=message, error_traceback="".join(traceback.format_stack(limit=0)),
+            failure_count=src["failure_count"], last_success_at=src["last_success_at"],
+            original_html=good["html"] if good else None, current_html=html,
+            html_diff=structural_diff(good["html"] if good else None, html) if html else "",
+            expected_schema={k: f.type for k, f in bp.fields.items()},
+            last_good_records=good["records"] if good else None,
+            validation_errors=verrors, validation_report=report,
+            fix_attempts_today=src["fix_attempts_today"], is_quarantined=src["state"] == "QUARANTINED",
+        )
+
+    # -- the selector ladder -----------------------------------------------------------
+    def _deploy(self, name: str, candidate: Blueprint, origin: str, note: str) -> dict:
+        return self.registry.get("deployer").ask(Deploy(name, candidate.to_json(), origin, note), timeout=300)
+
+    def _already_rejected(self, name: str, candidate: Blueprint, since: float | None) -> bool:
+        """The same candidate already failed in this failure episode (a page seen earlier is another story)."""
+        return row(self.conn, "SELECT 1 AS x FROM parser_versions WHERE source_name = ? AND status = 'rejected' "
+                              "AND body = ? AND created_at >= ?",
+                   (name, candidate.to_json(), since or 0.0)) is not None
+
+    def selector_ladder(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
+        failed_fields = self._failed_fields
+        host = sources.host_of(ctx.url)
+        diff_sig = diff_signature(ctx.html_diff) if ctx.html_diff else ""
+        tmpl = template_signature(ctx.current_html) if ctx.current_html else ""
+        broken = broken_selectors(ctx.blueprint, failed_fields)
+        missing: list[str] = []
+        last = None
+        for rung in self.config.doctor.ladder:
+            if rung == "memory":
+                got = self._memory_rung(ctx, tried, host=host, diff_sig=diff_sig, tmpl=tmpl, broken=broken)
+            elif rung == "builtin":
+                got = self._builtin_rung(ctx, tried, missing)
+            elif rung == "external":
+                got = self._external_rung(ctx, tried)
+            else:
+                continue
+            if got is None:
+                continue
+            last = got
+            if got["outcome"] == "promoted":
+                if rung != "memory":
+                    self._remember(ctx, got, host=host, diff_sig=diff_sig, tmpl=tmpl, broken=broken)
+                return got
+            if got["outcome"] == "staged":
+                return got
+        if last is not None:
+            last = dict(last)
+            last["outcome"] = "rejected" if last["outcome"] not in ("error",) else "error"
+        else:
+            last = {"outcome": "rejected", "strategy": tried[-1].split(":", 1)[0] if tried else "none",
+                    "reason": "; ".join(tried), "version": None}
+        last["missing_fields"] = missing
+        return last
+
+    def _memory_rung(self, ctx, tried, *, host, diff_sig, tmpl, broken) -> dict | None:
+        from healerd.memory import apply_bundle
+
+        name = ctx.source_name
+        try:
+            matches = self.registry.write("memory", "search", error_type=ctx.error_type, host=host,
+                                          broken_selectors=broken, diff_sig=diff_sig, template_sig=tmpl,
+                                          source_name=name)
+        except Exception as exc:
+            tried.append(f"memory: search failed ({exc})")
+            return None
+        if not matches:
+            tried.append("memory: no known fix for this change")
+            return None
+        for m in matches:
+            candidate = apply_bundle(ctx.blueprint, m.fix_bundle)
+            if candidate is None:
+                continue
+            self.registry.write("memory", "record_usage", event_type="fix_applied", issue_id=m.issue_id,
+                                source_name=name)
+            res = self._deploy(name, candidate, "memory", f"fix memory issue {m.issue_id}")
+            success = res["outcome"] == "promoted"
+            self.registry.write("memory", "confirm", issue_id=m.issue_id, source_name=name, success=success,
+                                notes=res["reason"][:500])
+            if success:
+                tried.append(f"memory: issue {m.issue_id} applied")
+                return {"outcome": "promoted", "strategy": "memory", "reason": f"known fix {m.issue_id} "
+                        f"({m.canonical_title})", "version": res["version"], "validation": res.get("validation"),
+                        "patch": candidate.to_json()}
+            tried.append(f"memory: issue {m.issue_id} {res['outcome']}: {res['reason']}")
+            if res["outcome"] == "staged":
+                return {"outcome": "staged", "strategy": "memory", "reason": res["reason"], "version": res["version"]}
+        return None
+
+    def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
+        from healerd.heal.builtin import heal
+
+        if ctx.blueprint.parser:
+            tried.append("builtin: the source has a code parser; the built-in healer repairs selectors only")
+            return None
+        if not ctx.original_html or ctx.last_good_records is None:
+            tried.append("builtin: no last good page to learn from")
+            return None
+        result = heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
+        if not result.ok:
+            tried.append(f"builtin: refused: {result.reason}")
+            gone = (result.details or {}).get("missing_fields") or (result.details or {}).get("refused_fields") or []
+            missing.extend(f for f in gone if f not in missing)
+            return {"outcome": "rejected", "strategy": "builtin", "reason": f"refused: {result.reason}",
+                    "version": None}
+        if result.unchanged or result.blueprint is None:
+            tried.append("builtin: the old selectors still work on the current page")
+            return None
+        candidate = result.blueprint
+        if self._already_rejected(ctx.source_name, candidate, self._episode_start):
+            tried.append("builtin: the same candidate was rejected before (not retried)")
+            return {"outcome": "rejected", "strategy": "builtin", "reason": "candidate already rejected once",
+                    "version": None}
+        res = self._deploy(ctx.source_name, candidate, "builtin", result.reason)
+        tried.append(f"builtin: {res['outcome']}: {res['reason']}")
+        return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
+                "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
+
+    def _external_rung(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
+
+        from healerd.heal.external import HealerConfig
+        from healerd.heal.openai_backend import make_client
+
+        hc = self.config.healer
+        if not hc.url:
+            tried.append("external: not configured")
+            return None
+        client = make_client(HealerConfig(url=hc.url, token=hc.token, timeouts=tuple(hc.timeouts), kind=hc.kind,
+                                          model=hc.model))
+        if client is None:
+            tried.append("external: not configured")
+            return None
+        with client:
+            return self._external_cycles(client, ctx, tried)
+
+    def _external_cycles(self, client, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
+        hc = self.config.healer
+        history: list[dict] = [{"cycle": i + 1, "outcome": p["outcome"], "reason": p["reason"],
+                                "changes_summary": p.get("strategy", "")}
+                               for i, p in enumerate(reversed(ctx.previous_attempts[:4]))]
+        last = None
+        cycles = min(hc.cycles, len(hc.timeouts))
+        for cycle in range(1, cycles + 1):
+            blocked = self._budget_exhausted(ctx.source_name)
+            if blocked:
+                self.registry.tell("alerter", Alert("BUDGET_PAUSED", ctx.source_name, blocked, "warning",
+                                                    {"cycle": cycle}, None))
+                tried.append(f"external: paused: {blocked}")
+                break
+            started = time.time()
+            res = client.heal_cycle(ctx, cycle, history)
+            self.registry.write("record_healer_call", name=ctx.source_name, cycle=cycle, backend=hc.kind,
+                                started_at=started, duration_ms=res.duration_ms, http_status=res.http_status,
+                                outcome=res.outcome, reason=res.reason)
+            if not res.ok or res.blueprint is None:
+                tried.append(f"external cycle {cycle}: {res.outcome}: {res.reason}")
+                history.append({"cycle": cycle, "outcome": res.outcome, "reason": res.reason,
+                                "changes_summary": res.changes_summary})
+                continue
+            candidate = res.blueprint
+            if not candidate.url:
+                candidate = candidate.with_url(ctx.url)
+            dep = self._deploy(ctx.source_name, candidate, "external", res.changes_summary or f"cycle {cycle}")
+            tried.append(f"external cycle {cycle}: {dep['outcome']}: {dep['reason']}")
+            last = {"outcome": dep["outcome"], "strategy": "external", "reason": dep["reason"],
+                    "version": dep["version"], "validation": dep.get("validation"), "patch": candidate.to_json()}
+            if dep["outcome"] in ("promoted", "staged"):
+                return last
+            history.append({"cycle": cycle, "outcome": "rejected", "reason": dep["reason"],
+                            "changes_summary": res.changes_summary})
+        return last
+
+    def _budget_exhausted(self, name: str) -> str | None:
+        since = time.time() - 86400
+        per_source = scalar(self.conn, "SELECT count(*) FROM healer_calls WHERE source_name = ? AND started_at > ?",
+                            (name, since)) or 0
+        if per_source >= self.config.healer.daily_budget_per_source:
+            return f"the daily budget of external healer calls for {name} is spent ({per_source})"
+        total = scalar(self.conn, "SELECT count(*) FROM healer_calls WHERE started_at > ?", (since,)) or 0
+        if total >= self.config.healer.daily_budget_total:
+            return f"the daily budget of external healer calls is spent ({total} in 24h)"
+        return None
+
+    def _remember(self, ctx: DiagnosisContext, got: dict, *, host, diff_sig, tmpl, broken) -> None:
+        from healerd.blueprint import from_json
+        from healerd.memory import make_selector_bundle
+
+        try:
+            new = from_json(got["patch"])
+            bundle = make_selector_bundle(ctx.blueprint, new)
+            if not bundle.get("fields") and not bundle.get("items"):
+                return
+            changed = ", ".join(sorted(bundle.get("fields", {}))) or "items"
+            self.registry.write("memory", "submit", error_type=ctx.error_type, host=host, diff_sig=diff_sig,
+                                template_sig=tmpl, broken_selectors=broken, fix_bundle=bundle,
+                                source_name=ctx.source_name, title=f"{host}: selectors for {changed} changed",
+                                extra_secrets=[*ctx.blueprint.headers.values(), *ctx.blueprint.cookies.values()],
+                                root_cause="the site's markup changed (structural diff signature "
+                                           f"{diff_sig or 'n/a'})")
+        except Exception:
+            log.exception("could not store the fix for %s in the fix memory", ctx.source_name)
+
+    # -- HTTP_ERROR: the page moved -------------------------------------------------------
+    def relocate(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
+        from urllib.parse import urlsplit
+
+        name = ctx.source_name
+        parts = urlsplit(ctx.url)
+        root = f"{parts.scheme}://{parts.netloc}/"
+        redirect = None
+        if isinstance(ctx.actual_output, dict):
+            redirect = ctx.actual_output.get("permanent_redirect")
+        candidates: list[str] = []
+        if redirect and urlsplit(redirect).hostname == parts.hostname:
+            candidates.append(redirect)
+        sitemap = None
+        pages: list[tuple[str, str]] = []
+        try:
+            status, text = self.fetcher.get_text(root + "sitemap.xml")
+            sitemap = text if status == 200 else None
+        except FetchError:
+            pass
+        try:
+            home = self.fetcher.fetch(root)
+            pages.append((home.url, home.text))
+        except FetchError:
+            pass
+        if ctx.original_html:
+            pages.append((ctx.url, ctx.original_html))
+        for u in relocation_candidates(ctx.url, sitemap, pages):
+            if u not in candidates:
+                candidates.append(u)
+        if not candidates:
+            tried.append("relocate: no candidate URL on the same site (sitemap.xml, links)")
+            return None
+        for url in candidates[:15]:
+            try:
+                page = self.fetcher.fetch(url)
+                ex = run_parser_on(ctx.blueprint, page.text)
+            except Exception:
+                continue
+            result = validate(ex, ctx.blueprint, last_good=ctx.last_good_records, html=page.text, status=page.status)
+            if not result.passed:
+                continue
+            candidate = ctx.blueprint.with_url(url)
+            res = self._deploy(name, candidate, "builtin", f"the page moved to {url}")
+            tried.append(f"relocate: {url}: {res['outcome']}: {res['reason']}")
+            if res["outcome"] in ("promoted", "staged"):
+                return {"outcome": res["outcome"], "strategy": "relocate", "reason": f"page moved to {url}",
+                        "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
+        tried.append(f"relocate: none of {len(candidates)} same-site URLs yields the expected data")
+        return None
+
+
+def ctx_status(ctx: DiagnosisContext) -> int | None:
+    if isinstance(ctx.actual_output, dict):
+        s = ctx.actual_output.get("status")
+        if isinstance(s, int):
+            return s
+        if ctx.actual_output.get("permanent_redirect"):
+            return 301
+    return None

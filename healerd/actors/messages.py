@@ -1,0 +1,87 @@
+"""The messages actors exchange (see docs/ARCHITECTURE.md for who sends what)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Main thread -> Scheduler, every [daemon] tick seconds."""
+    now: float
+
+
+@dataclass(frozen=True)
+class ScrapeJob:
+    """Scheduler -> Scraper: scrape one source now."""
+    name: str
+    url: str
+    host: str
+    blueprint_json: str
+    version: int | None
+    etag: str | None
+    last_modified: str | None
+    request_id: str | None = None      # a control client waiting for the outcome
+
+
+@dataclass
+class ExtractedPage:
+    """Scraper -> Validator: the fetched page and what the production parser extracted."""
+    job: ScrapeJob
+    started_at: float
+    finished_at: float
+    status: int | None = None
+    html: str | None = None
+    page_sha: str | None = None
+    not_modified: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
+    permanent_redirect: str | None = None
+    extraction: Any = None            # healerd.extract.Extraction, or None when fetching/parsing failed
+    error_type: str | None = None     # set when fetching or parsing failed before validation
+    error: str | None = None
+    retry_after: float | None = None
+    dns_failure: bool = False
+
+
+@dataclass(frozen=True)
+class ScrapeDone:
+    """Validator -> Scheduler: frees the host slot."""
+    name: str
+    host: str
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """Anyone -> StoreWriter: call Ledger.<method>(*args, **kwargs) in one transaction."""
+    method: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    request_id: str | None = None     # resolve this waiter with the result
+
+
+@dataclass(frozen=True)
+class Alert:
+    """Anyone -> Alerter."""
+    event: str
+    source: str | None
+    message: str
+    level: str = "warning"
+    details: dict = field(default_factory=dict)
+    state: str | None = None
+
+
+@dataclass(frozen=True)
+class HealTask:
+    """Scheduler -> Doctor: a claimed FIX_SOURCE task (or a `healerctl heal` request)."""
+    task_id: int
+    name: str
+    context: dict
+    request_id: str | None = None
+    forced: bool = False              # `healerctl heal`: run even if the last scrape passed
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Main thread -> any actor: answered when the actor is alive and not stuck (watchdog)."""

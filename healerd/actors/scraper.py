@@ -1,0 +1,93 @@
+"""Scraper (a pool): fetch one page, run the production parser, pass it to the Validator.
+
+Each Scraper owns one sync httpx client (through Fetcher). Anything that goes wrong
+is turned into an ExtractedPage carrying the error class; a poisonous page can
+never stop the actor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from functools import lru_cache
+
+
+from healerd import errors
+from healerd.actors.base import ServiceActor
+from healerd.actors.messages import ExtractedPage, ScrapeJob
+from healerd.actors.registry import ActorRegistry
+from healerd.blueprint import Blueprint, from_json
+from healerd.config import Config
+from healerd.extract import Extraction, extract
+from healerd.fetch import FetchError
+from healerd.robots import RobotsPolicy
+
+log = logging.getLogger("healerd.scraper")
+
+
+@lru_cache(maxsize=4096)
+def cached_blueprint(body: str) -> Blueprint:
+    return from_json(body)
+
+
+def run_parser_on(bp: Blueprint, html: str) -> Extraction:
+    """The production parser on a page: selectors in-process, code parsers in the sandbox."""
+    if bp.parser:
+        from healerd.heal.sandbox import run_parser
+
+        data = run_parser(bp.parser, html)
+        raw = [{k: (None if v is None else str(v)) for k, v in d.items()} for d in data] if isinstance(data, list) \
+            else {k: (None if v is None else str(v)) for k, v in data.items()}
+        return Extraction(data, raw, len(data) if isinstance(data, list) else None)
+    return extract(html, bp)
+
+
+class Scraper(ServiceActor):
+    database = None
+    fetches = True
+
+    def __init__(self, index: int, config: Config, registry: ActorRegistry, robots: RobotsPolicy | None):
+        super().__init__(None, config, registry)
+        self.index = index
+        self.robots = robots
+
+    def handle(self, message):
+        if isinstance(message, ScrapeJob):
+            try:
+                page = self.scrape(message)
+            except Exception as exc:  # the page or the parser misbehaved: report, keep running
+                log.exception("scrape of %s failed unexpectedly", message.name)
+                now = time.time()
+                page = ExtractedPage(job=message, started_at=now, finished_at=now, error_type=errors.PARSE_ERROR,
+                                     error=f"internal error while scraping: {type(exc).__name__}: {exc}")
+            self.registry.tell("validator", page)
+        return None
+
+    def scrape(self, job: ScrapeJob) -> ExtractedPage:
+        started = time.time()
+        bp = cached_blueprint(job.blueprint_json)
+        if self.robots is not None and self.config.fetch.respect_robots:
+            if not self.robots.allowed(job.url, self.config.fetch.user_agent):
+                return ExtractedPage(job=job, started_at=started, finished_at=time.time(), error_type=errors.BLOCKED,
+                                     error="robots.txt disallows this URL (set [fetch] respect_robots = false to override)")
+        try:
+            res = self.fetcher.fetch(job.url, headers=bp.headers or None, cookies=bp.cookies or None,
+                                     etag=job.etag, last_modified=job.last_modified)
+        except FetchError as exc:
+            return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=exc.status,
+                                 error_type=exc.error_type, error=exc.message, retry_after=exc.retry_after,
+                                 dns_failure=exc.error_type == errors.NETWORK and "DNS" in exc.message)
+        if res.not_modified:
+            return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
+                                 not_modified=True, etag=res.etag, last_modified=res.last_modified)
+        page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=res.status, html=res.text,
+                             page_sha=hashlib.sha256(res.body).hexdigest(), etag=res.etag,
+                             last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
+        try:
+            page.extraction = run_parser_on(bp, res.text)
+        except Exception as exc:
+            page.error_type = errors.PARSE_ERROR
+            page.error = f"the parser failed on this page: {getattr(exc, 'reason', None) or exc}"
+        page.finished_at = time.time()
+        return page

@@ -1,0 +1,95 @@
+"""Validator: judge each scraped page and hand the outcome to the StoreWriter.
+
+It keeps, per source, the item counts of recent good scrapes and the last good
+records (loaded once from SQLite, then kept current from the outcomes it sees),
+so validation costs no database read per scrape.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+
+from healerd import errors
+from healerd.actors.base import ServiceActor
+from healerd.actors.messages import ExtractedPage, ScrapeDone
+from healerd.actors.registry import ActorRegistry
+from healerd.actors.scraper import cached_blueprint
+from healerd.classify import failure_fingerprint
+from healerd.config import Config
+from healerd.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
+from healerd.store.db import row
+from healerd.validate import validate
+
+log = logging.getLogger("healerd.validator")
+
+
+def judge(page: ExtractedPage, recent_counts: list[int], last_good) -> ScrapeOutcome:
+    """The pure part: an ExtractedPage and the source's history -> a ScrapeOutcome."""
+    job = page.job
+    base = dict(name=job.name, url=job.url, started_at=page.started_at, finished_at=page.finished_at,
+                version=job.version, status=page.status, html=page.html, page_sha=page.page_sha,
+                etag=page.etag, last_modified=page.last_modified, permanent_redirect=page.permanent_redirect,
+                request_id=job.request_id)
+    if page.error_type:
+        detail = page.error or ""
+        return ScrapeOutcome(ok=False, error_type=page.error_type, error=page.error, retry_after=page.retry_after,
+                             dns_failure=page.dns_failure,
+                             fingerprint=failure_fingerprint(page.error_type, job.host, f"{page.status} {detail}"),
+                             **base)
+    if page.not_modified:
+        return ScrapeOutcome(ok=True, not_modified=True, **base)
+    bp = cached_blueprint(job.blueprint_json)
+    result = validate(page.extraction, bp, recent_counts=recent_counts, last_good=last_good, html=page.html,
+                      status=page.status or 200)
+    data = page.extraction.data
+    if result.passed:
+        return ScrapeOutcome(ok=True, data=data, item_count=result.item_count, validation=result.to_dict(), **base)
+    detail = ",".join(sorted(result.failed_fields)) or "; ".join(result.errors[:2])
+    return ScrapeOutcome(ok=False, error_type=result.error_type, error="; ".join(result.errors[:5]), data=data,
+                         item_count=result.item_count, validation=result.to_dict(),
+                         fingerprint=failure_fingerprint(result.error_type, job.host, detail), **base)
+
+
+class Validator(ServiceActor):
+    def __init__(self, db_path: str, config: Config, registry: ActorRegistry):
+        super().__init__(db_path, config, registry)
+        self.history: dict[str, tuple[list[int], object]] = {}
+
+    def _history(self, name: str) -> tuple[list[int], object]:
+        h = self.history.get(name)
+        if h is None:
+            r = row(self.conn, "SELECT h.item_counts, s.records FROM source_health h LEFT JOIN snapshots s "
+                               "ON s.source_name = h.source_name AND s.kind = 'last_good' WHERE h.source_name = ?",
+                    (name,)) or {}
+            counts = json.loads(r.get("item_counts") or "[]")
+            last_good = json.loads(r["records"]) if r.get("records") else None
+            h = (counts, last_good)
+            self.history[name] = h
+        return h
+
+    def handle(self, message):
+        if isinstance(message, ExtractedPage):
+            self._handle(message)
+        elif isinstance(message, str) and message.startswith("forget:"):
+            self.history.pop(message[7:], None)
+        return None
+
+    def _handle(self, page: ExtractedPage) -> None:
+        job = page.job
+        try:
+            counts, last_good = self._history(job.name)
+            outcome = judge(page, counts, last_good)
+            if outcome.ok and not outcome.not_modified:
+                if outcome.item_count is not None:
+                    counts = (counts + [outcome.item_count])[-ITEM_COUNT_MEMORY:]
+                self.history[job.name] = (counts, outcome.data)
+        except Exception as exc:
+            log.exception("validation of %s failed unexpectedly", job.name)
+            outcome = ScrapeOutcome(name=job.name, url=job.url, ok=False, started_at=page.started_at,
+                                    finished_at=time.time(), error_type=errors.PARSE_ERROR,
+                                    error=f"internal error while validating: {exc}", request_id=job.request_id)
+        self.registry.write_later("record_scrape", outcome, request_id=job.request_id)
+        self.registry.tell("scheduler", ScrapeDone(job.name, job.host))

@@ -1,0 +1,231 @@
+"""The daemon's answers to control-socket requests (one method per `op`).
+
+Reads use a per-thread read connection; writes go through the StoreWriter; `run`
+and `heal` wait for the actor that produces the outcome. Errors come back as
+ControlError with the uniform {"code", "message", "details"} shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import TYPE_CHECKING
+
+from healerd import __version__
+from healerd.actors.registry import Failure
+from healerd.actors.scheduler import HealNow, RunNow
+from healerd.blueprint import BlueprintError, from_dict
+from healerd.control.protocol import ControlError, RawJSON
+from healerd.htmldiff import structural_diff
+from healerd.lifecycle import IllegalTransition
+from healerd.store import alerts as alerts_store
+from healerd.store import fixes, records, snapshots, sources, versions
+from healerd.store.db import connect, row
+from healerd.timeutil import iso
+
+if TYPE_CHECKING:
+    from healerd.daemon import Daemon
+
+RUN_WAIT_S = 180.0
+HEAL_WAIT_S = 900.0
+_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def to_control_error(exc: BaseException) -> ControlError:
+    if isinstance(exc, ControlError):
+        return exc
+    if isinstance(exc, sources.SourceNotFound):
+        return ControlError("not_found", str(exc), {"name": exc.name})
+    if isinstance(exc, versions.VersionNotFound):
+        return ControlError("not_found", str(exc))
+    if isinstance(exc, BlueprintError):
+        return ControlError("invalid_blueprint", f"invalid blueprint: {exc}", {"key": exc.key})
+    if isinstance(exc, IllegalTransition):
+        return ControlError("illegal_transition", str(exc), {"state": exc.state, "trigger": exc.trigger})
+    if isinstance(exc, sources.SourceExists):
+        return ControlError("exists", str(exc))
+    if type(exc).__name__ == "MemoryError_":
+        return ControlError(getattr(exc, "code", "internal_error"), getattr(exc, "message", str(exc)),
+                            getattr(exc, "details", {}) or {})
+    if isinstance(exc, TimeoutError):
+        return ControlError("timeout", str(exc) or "timed out")
+    return ControlError("internal_error", f"{type(exc).__name__}: {exc}")
+
+
+def check_name(name) -> str:
+    if not isinstance(name, str) or not name or len(name) > 200 or not set(name) <= _NAME_OK:
+        raise ControlError("bad_request", "a source name is 1-200 characters of letters, digits, '-', '_' and '.'")
+    return name
+
+
+class ControlOps:
+    def __init__(self, daemon: "Daemon"):
+        self.daemon = daemon
+        self._local = threading.local()
+
+    @property
+    def conn(self):
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = connect(self.daemon.db_path)
+            self._local.conn = c
+        return c
+
+    def handle(self, op: str, args: dict, peer=None):
+        fn = getattr(self, f"op_{op}", None)
+        if fn is None or not isinstance(op, str):
+            raise ControlError("bad_request", f"unknown op {op!r}")
+        if not isinstance(args, dict):
+            raise ControlError("bad_request", "args must be an object")
+        try:
+            return fn(**args)
+        except TypeError as exc:
+            if "argument" in str(exc):
+                raise ControlError("bad_request", f"{op}: {exc}") from None
+            raise to_control_error(exc) from None
+        except ControlError:
+            raise
+        except Exception as exc:
+            raise to_control_error(exc) from None
+
+    def _write(self, method: str, *args, **kwargs):
+        return self.daemon.registry.write(method, *args, **kwargs)
+
+    # -- reading ---------------------------------------------------------------------------
+    def op_ping(self):
+        return {"version": __version__, "pid": os.getpid(), "started_at": iso(self.daemon.started_at)}
+
+    def op_status(self, name: str | None = None):
+        if name is not None:
+            check_name(name)
+            out = sources.status_one(self.conn, name)
+            src = sources.get(self.conn, name)
+            out["events"] = sources.events(self.conn, name, limit=20)
+            out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
+            out["metrics"] = fixes.metrics(self.conn, name)
+            _, bp = versions.production(self.conn, name)
+            from healerd.sanitize import mask_mapping
+
+            out["blueprint"] = mask_mapping(bp.to_dict())
+            out["every_s"] = src["every_s"]
+            out["staged_versions"] = [v["version"] for v in versions.staged(self.conn, name)]
+            return out
+        by_state = sources.state_counts(self.conn)
+        m = fixes.metrics(self.conn)
+        halt = row(self.conn, "SELECT value FROM daemon_state WHERE key = 'systemic_halt'")
+        halt_v = json.loads(halt["value"]) if halt else None
+        return {"sources": RawJSON(sources.status_all_json(self.conn)), "summary": {
+            "sources": sum(by_state.values()), "by_state": by_state, "fix_success_rate": m["fix_success_rate"],
+            "median_recovery_s": m["median_recovery_s"], "systemic_halt": bool(halt_v),
+            "halt_reason": halt_v.get("reason") if halt_v else None}}
+
+    def op_history(self, name: str):
+        check_name(name)
+        sources.get(self.conn, name)
+        entries = versions.history_entries(self.conn, name) + fixes.history_entries(self.conn, name)
+        entries.sort(key=lambda e: (e["_t"], 0 if e["kind"] == "version" else 1), reverse=True)
+        for e in entries:
+            e.pop("_t", None)
+        return entries
+
+    def op_diff(self, name: str):
+        check_name(name)
+        sources.get(self.conn, name)
+        good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
+        cur = snapshots.get(self.conn, name, snapshots.CURRENT)
+        if cur is None or (good is not None and cur["fetched_at"] < good["fetched_at"]):
+            # No failure since the last good page: compare it with itself (no diff).
+            return {"diff": "", "last_good_at": iso(good["fetched_at"]) if good else None,
+                    "current_at": iso(good["fetched_at"]) if good else None}
+        return {"diff": structural_diff(good["html"] if good else None, cur["html"]),
+                "last_good_at": iso(good["fetched_at"]) if good else None, "current_at": iso(cur["fetched_at"])}
+
+    def op_records(self, name: str, limit: int = 20):
+        check_name(name)
+        sources.get(self.conn, name)
+        if not isinstance(limit, int) or limit < 1:
+            raise ControlError("bad_request", "limit must be a whole number >= 1")
+        return records.latest(self.conn, name, min(limit, 10_000))
+
+    def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
+        return alerts_store.since(self.conn, int(after_id or 0), min(int(limit or 200), 10_000), source)
+
+    # -- writing -------------------------------------------------------------------------
+    def op_add(self, name: str, blueprint: dict, url: str | None = None):
+        check_name(name)
+        bp = from_dict(blueprint, url=url, require_url=True)
+        result = self._write("add_source", name, bp, "cli")
+        self.daemon.registry.tell("validator", f"forget:{name}")
+        return result
+
+    def op_remove(self, name: str):
+        check_name(name)
+        return self._write("remove_source", name)
+
+    def op_pause(self, name: str):
+        check_name(name)
+        return self._write("set_paused", name, True)
+
+    def op_resume(self, name: str):
+        check_name(name)
+        return self._write("set_paused", name, False)
+
+    def op_unquarantine(self, name: str, reason: str | None = None):
+        check_name(name)
+        return self._write("unquarantine", name, reason or "")
+
+    def op_rollback(self, name: str, to: int | None = None):
+        check_name(name)
+        return self._write("rollback", name, to)
+
+    def op_approve(self, name: str, version: int):
+        check_name(name)
+        return self._write("approve", name, int(version))
+
+    def op_resume_healing(self):
+        return self._write("resume_healing")
+
+    def op_reload(self):
+        return self.daemon.reload_sources()
+
+    # -- waiting for actors ----------------------------------------------------------------
+    def _wait(self, request_id: str, timeout: float, what: str):
+        done, result = self.daemon.waiters.wait(request_id, timeout)
+        if not done:
+            raise ControlError("timeout", f"{what} did not finish within {timeout:.0f}s; it goes on in the background")
+        if isinstance(result, Failure):
+            raise to_control_error(result.exc)
+        return result
+
+    def op_run(self, name: str, wait: bool = True):
+        check_name(name)
+        sources.get(self.conn, name)
+        if not wait:
+            self.daemon.registry.tell("scheduler", RunNow(name))
+            return {"queued": True}
+        rid = self.daemon.waiters.new()
+        self.daemon.registry.tell("scheduler", RunNow(name, rid))
+        return self._wait(rid, RUN_WAIT_S, f"the scrape of {name}")
+
+    def op_heal(self, name: str):
+        check_name(name)
+        sources.get(self.conn, name)
+        rid = self.daemon.waiters.new()
+        self.daemon.registry.tell("scheduler", HealNow(name, rid))
+        return self._wait(rid, HEAL_WAIT_S, f"healing {name}")
+
+    # -- the fix memory ----------------------------------------------------------------------
+    def op_memory_list(self):
+        from healerd.memory import FixMemory
+
+        return FixMemory(self.conn).list_issues()
+
+    def op_memory_show(self, id: str):
+        from healerd.memory import FixMemory
+
+        return FixMemory(self.conn).show(id)
+
+    def op_memory_forget(self, id: str):
+        self._write("memory", "forget", issue_id=id)
+        return {"forgotten": id}

@@ -1,0 +1,283 @@
+"""The daemon: start the actors, serve the control socket, tick, watch, stop.
+
+The main thread owns no business logic. It ticks the Scheduler (pykka has no
+timers), pings the actors for the systemd watchdog, replaces an actor that died
+(all state is in SQLite, so a fresh one carries on), reloads on SIGHUP, and on
+SIGTERM/SIGINT stops within 10 s, putting unfinished work back in the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import pykka
+
+from healerd import __version__
+from healerd.actors.alerter import Alerter
+from healerd.actors.deployer import Deployer
+from healerd.actors.doctor import Doctor
+from healerd.actors.messages import Ping, Tick
+from healerd.actors.registry import ActorRegistry
+from healerd.actors.scheduler import Drain, Scheduler
+from healerd.actors.base import fetch_config
+from healerd.actors.scraper import Scraper
+from healerd.actors.store_writer import StoreWriter
+from healerd.actors.validator import Validator
+from healerd.blueprint import BlueprintError, load_file
+from healerd.config import Config, ConfigError
+from healerd.config import load as load_config
+from healerd.control_ops import ControlOps
+from healerd.ledger import Ledger
+from healerd.sdnotify import notify, watchdog_interval
+from healerd.store.db import db_path as make_db_path
+from healerd.store.db import open_db, rows
+from healerd.waiters import Waiters
+
+log = logging.getLogger("healerd")
+
+SHUTDOWN_BUDGET_S = 8.0
+PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
+
+for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
+    _cls.use_daemon_thread = True
+
+
+class Daemon:
+    def __init__(self, config: Config, state_dir: str, socket_path: str, log_dir: str, config_path: str | None = None):
+        self.config = config
+        self.config_path = config_path
+        self.state_dir = Path(state_dir)
+        self.socket_path = socket_path
+        self.log_dir = log_dir
+        self.db_path = str(make_db_path(state_dir))
+        self.registry = ActorRegistry()
+        self.waiters = Waiters()
+        self.started_at = time.time()
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+        self._factories: dict[str, Callable[[], pykka.ActorRef]] = {}
+        self.robots = None
+        self.server = None
+        self.ops = ControlOps(self)
+        self._reload_lock = threading.Lock()
+
+    # -- start-up --------------------------------------------------------------------
+    def prepare_database(self) -> dict:
+        """Apply the schema, put work a crash left IN_PROGRESS back in the queue."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        conn = open_db(self.db_path)
+        try:
+            recovered = Ledger(conn, self.config).recover_tasks()
+        finally:
+            conn.close()
+        if recovered["requeued"] or recovered["failed"]:
+            log.warning("resumed after a crash: %d task(s) re-queued, %d given up",
+                        len(recovered["requeued"]), len(recovered["failed"]))
+        return recovered
+
+    def start_actors(self) -> None:
+        from healerd.fetch import Fetcher
+        from healerd.robots import RobotsPolicy
+
+        cfg = self.config
+        self.robots = RobotsPolicy(Fetcher(fetch_config(cfg))) if cfg.fetch.respect_robots else None
+        reg = self.registry
+        self._factories = {
+            "writer": lambda: StoreWriter.start(self.db_path, cfg, reg, self.waiters),
+            "alerter": lambda: Alerter.start(self.log_dir, cfg, reg),
+            "validator": lambda: Validator.start(self.db_path, cfg, reg),
+            "deployer": lambda: Deployer.start(self.db_path, cfg, reg),
+            "doctor": lambda: Doctor.start(self.db_path, cfg, reg, self.waiters),
+            "scheduler": lambda: Scheduler.start(self.db_path, cfg, reg, self.robots, self.waiters),
+        }
+        for role, make in self._factories.items():
+            reg.set(role, make())
+        reg.set_scrapers([Scraper.start(i, cfg, reg, self.robots) for i in range(cfg.daemon.scrapers)])
+
+    def stop_actors(self, budget: float) -> None:
+        deadline = time.time() + budget
+        try:
+            self.registry.tell("scheduler", Drain())
+        except Exception:
+            pass
+        order = ["scheduler"] + ["scraper"] + ["doctor", "deployer", "validator", "alerter", "writer"]
+        for role in order:
+            refs = self.registry.scrapers() if role == "scraper" else [self.registry.roles().get(role)]
+            for ref in refs:
+                if ref is None:
+                    continue
+                try:
+                    ref.stop(block=True, timeout=max(0.1, deadline - time.time()))
+                except Exception:
+                    pass  # still busy (a long fetch or heal): its thread is a daemon thread
+
+    def check_actors(self) -> None:
+        """Replace any actor that died; its work is re-found in SQLite."""
+        for role, ref in self.registry.roles().items():
+            if not ref.is_alive():
+                log.error("the %s actor died; starting a new one", role)
+                self.registry.set(role, self._factories[role]())
+        for i, ref in enumerate(self.registry.scrapers()):
+            if not ref.is_alive():
+                log.error("scraper %d died; starting a new one", i)
+                self.registry.replace_scraper(i, Scraper.start(i, self.config, self.registry, self.robots))
+
+    def actors_answer(self, timeout: float = 5.0) -> bool:
+        for role in PINGED_ROLES:
+            try:
+                self.registry.get(role).ask(Ping(), timeout=timeout)
+            except Exception:
+                log.warning("the %s actor did not answer a watchdog ping", role)
+                return False
+        return True
+
+    # -- sources directory and config reload ------------------------------------------
+    def reload_sources(self) -> dict:
+        """Sync sources_dir: one blueprint file per source, name = file stem."""
+        out = {"added": [], "changed": [], "removed": [], "errors": {}}
+        d = self.config.daemon.sources_dir
+        if not d:
+            return out
+        with self._reload_lock:
+            conn = open_db(self.db_path)
+            try:
+                known = {r["name"]: r for r in rows(conn, "SELECT name, origin, blueprint FROM sources")}
+            finally:
+                conn.close()
+            seen = set()
+            folder = Path(d)
+            files = sorted(p for p in folder.glob("*") if p.suffix in (".toml", ".json")) if folder.is_dir() else []
+            if not folder.is_dir():
+                out["errors"][str(folder)] = "sources_dir does not exist"
+            for path in files:
+                name = path.stem
+                seen.add(name)
+                try:
+                    bp = load_file(str(path), require_url=True)
+                except BlueprintError as exc:
+                    out["errors"][path.name] = str(exc)
+                    log.error("sources_dir: %s: %s", path.name, exc)
+                    continue
+                try:
+                    if name not in known:
+                        self.registry.write("add_source", name, bp, "sources_dir")
+                        out["added"].append(name)
+                    elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
+                        self.registry.write("update_blueprint", name, bp)
+                        self.registry.tell("validator", f"forget:{name}")
+                        out["changed"].append(name)
+                except Exception as exc:
+                    out["errors"][path.name] = str(exc)
+            for name, r in known.items():
+                if r["origin"] == "sources_dir" and name not in seen:
+                    self.registry.write("remove_source", name)
+                    out["removed"].append(name)
+        if any(out[k] for k in ("added", "changed", "removed")):
+            log.info("sources_dir reloaded: %d added, %d changed, %d removed",
+                     len(out["added"]), len(out["changed"]), len(out["removed"]))
+        return out
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the config (restarting the actors with it) and the sources directory."""
+        if self.config_path:
+            try:
+                new = load_config(self.config_path)
+            except ConfigError as exc:
+                log.error("config reload failed, keeping the running config: %s", exc)
+                new = None
+            if new is not None and new != self.config:
+                log.info("config changed: restarting the actors with it")
+                self.stop_actors(SHUTDOWN_BUDGET_S)
+                self._requeue_in_progress()
+                self.config = new
+                logging.getLogger().setLevel(getattr(logging, new.daemon.log_level.upper(), logging.INFO))
+                self.start_actors()
+        self.reload_sources()
+
+    def _requeue_in_progress(self) -> None:
+        conn = open_db(self.db_path)
+        try:
+            with conn:
+                conn.execute("UPDATE task_queue SET state = 'PENDING', claimed_by = NULL WHERE state = 'IN_PROGRESS'")
+        finally:
+            conn.close()
+
+    # -- the main loop ------------------------------------------------------------------
+    def request_stop(self, *_):
+        self._stop.set()
+
+    def request_reload(self, *_):
+        self._reload.set()
+
+    def run(self) -> int:
+        from healerd.control.server import ControlServer
+
+        self.prepare_database()
+        self.start_actors()
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
+        try:
+            self.reload_sources()
+            self.server = ControlServer(self.socket_path, self.ops.handle, group=self.config.daemon.socket_group)
+            self.server.start()
+        except Exception as exc:
+            log.error("could not start: %s", exc)
+            self.stop_actors(2.0)
+            return 1
+        notify("READY=1")
+        notify(f"STATUS=healerd {__version__} serving {self.socket_path}")
+        log.info("healerd %s ready: state %s, socket %s, %d scrapers", __version__, self.state_dir,
+                 self.socket_path, self.config.daemon.scrapers)
+        wd = watchdog_interval()
+        last_wd = 0.0
+        last_check = time.time()
+        code = 0
+        try:
+            while not self._stop.is_set():
+                self._stop.wait(self.config.daemon.tick)
+                now = time.time()
+                self.registry.tell("scheduler", Tick(now))
+                if self._reload.is_set():
+                    self._reload.clear()
+                    self.reload()
+                if now - last_check >= 1.0:
+                    last_check = now
+                    self.check_actors()
+                if wd and now - last_wd >= wd:
+                    last_wd = now
+                    if self.actors_answer():
+                        notify("WATCHDOG=1")
+        except Exception:
+            log.exception("the main loop failed")
+            code = 1
+        notify("STOPPING=1")
+        log.info("stopping")
+        if self.server:
+            self.server.stop()
+        self.stop_actors(SHUTDOWN_BUDGET_S)
+        self._requeue_in_progress()
+        log.info("stopped")
+        return code
+
+
+def resolve_paths(state_dir: str | None, socket_path: str | None, log_dir: str | None) -> tuple[str, str, str]:
+    from healerd.control.client import default_state_dir
+
+    state = state_dir or default_state_dir()
+    if socket_path:
+        sock = socket_path
+    elif os.environ.get("HEALERD_SOCKET"):
+        sock = os.environ["HEALERD_SOCKET"]
+    elif os.environ.get("RUNTIME_DIRECTORY"):
+        sock = os.path.join(os.environ["RUNTIME_DIRECTORY"].split(":")[0], "healerd.sock")
+    else:
+        sock = os.path.join(state, "healerd.sock")
+    logs = log_dir or (os.environ.get("LOGS_DIRECTORY", "").split(":")[0] or None) or state
+    return state, sock, logs

@@ -1,0 +1,500 @@
+"""The Ledger: every write healerd makes, as plain methods on one connection.
+
+The StoreWriter actor owns the only writing connection and calls these methods
+one message at a time, so writes never contend. Each public method is one
+transaction; lifecycle triggers run inside it (lifecycle.fire nests as a
+savepoint), so a state change, its audit event and the data that caused it
+commit together or not at all.
+
+Methods return `Effects`: the alerts to raise, which the actor hands to the
+Alerter after the commit. The Ledger knows nothing of actors or sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import apsw
+
+from healerd import errors, lifecycle
+from healerd.blueprint import Blueprint
+from healerd.config import Config
+from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
+from healerd.store import alerts as alerts_store
+from healerd.store import fixes, records, snapshots, sources, tasks, versions
+from healerd.store.db import row, rows, scalar
+from healerd.timeutil import iso
+
+HALT_KEY = "systemic_halt"
+ITEM_COUNT_MEMORY = 20
+HEALABLE_HTTP = (404, 410)
+
+
+@dataclass
+class ScrapeOutcome:
+    """What one scrape produced, from the Scraper and the Validator to the Ledger."""
+
+    name: str
+    url: str
+    ok: bool
+    started_at: float
+    finished_at: float
+    version: int | None = None
+    not_modified: bool = False
+    error_type: str | None = None
+    error: str | None = None
+    status: int | None = None
+    data: Any = None
+    item_count: int | None = None
+    html: str | None = None
+    page_sha: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    retry_after: float | None = None
+    validation: dict | None = None
+    fingerprint: str | None = None
+    permanent_redirect: str | None = None
+    dns_failure: bool = False
+    request_id: str | None = None
+
+    def summary(self, state: str) -> dict:
+        return {
+            "name": self.name, "ok": self.ok, "error_type": self.error_type, "error": self.error,
+            "item_count": self.item_count,
+            "records": 0 if (self.data is None or not self.ok) else (len(self.data) if isinstance(self.data, list) else 1),
+            "state": state, "version": self.version, "not_modified": self.not_modified,
+            "duration_ms": round((self.finished_at - self.started_at) * 1000, 1),
+        }
+
+
+@dataclass
+class Effects:
+    alerts: list[dict] = field(default_factory=list)
+    result: Any = None
+
+    def alert(self, event: str, source: str | None, message: str, level: str = "warning",
+              details: dict | None = None, state: str | None = None) -> None:
+        self.alerts.append({"event": event, "source": source, "message": message, "level": level,
+                            "details": details or {}, "state": state})
+
+
+class Ledger:
+    def __init__(self, conn: apsw.Connection, config: Config, clock: Callable[[], float] = time.time,
+                 rng: random.Random | None = None):
+        self.conn = conn
+        self.config = config
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.models: dict[str, lifecycle.SourceLifecycle] = {}
+
+    # -- lifecycle -----------------------------------------------------------------
+    def model(self, name: str) -> lifecycle.SourceLifecycle:
+        m = self.models.get(name)
+        if m is None:
+            state = scalar(self.conn, "SELECT state FROM source_health WHERE source_name = ?", (name,))
+            if state is None:
+                raise sources.SourceNotFound(name)
+            m = lifecycle.make_model(name, state)
+            self.models[name] = m
+        return m
+
+    def resync_models(self) -> None:
+        """Drop the cached lifecycle models (after a rolled-back write); they reload from SQLite."""
+        for name in list(self.models):
+            self._forget_model(name)
+
+    def _forget_model(self, name: str) -> None:
+        m = self.models.pop(name, None)
+        if m is not None:
+            lifecycle.drop_model(m)
+
+    def fire(self, name: str, trigger: str, reason: str = "") -> tuple[str, str]:
+        return lifecycle.fire(self.conn, self.model(name), trigger, reason, at=self.clock())
+
+    def _jittered(self, seconds: float) -> float:
+        j = self.config.daemon.jitter
+        return max(0.05, seconds * (1 + self.rng.uniform(-j, j))) if j else seconds
+
+    # -- sources -----------------------------------------------------------------------
+    def add_source(self, name: str, bp: Blueprint, origin: str = "cli") -> Effects:
+        now = self.clock()
+        sources.add(self.conn, name, bp, origin=origin, now=now)
+        return Effects(result=sources.status_one(self.conn, name))
+
+    def remove_source(self, name: str) -> Effects:
+        sources.remove(self.conn, name)
+        self._forget_model(name)
+        return Effects(result={"removed": name})
+
+    def update_blueprint(self, name: str, bp: Blueprint) -> Effects:
+        sources.update_blueprint(self.conn, name, bp, now=self.clock())
+        return Effects(result=sources.status_one(self.conn, name))
+
+    def set_paused(self, name: str, paused: bool) -> Effects:
+        sources.set_paused(self.conn, name, paused, now=self.clock())
+        return Effects(result=sources.status_one(self.conn, name))
+
+    def schedule_now(self, name: str) -> None:
+        sources.set_next_run(self.conn, name, self.clock())
+
+    def set_next_run(self, name: str, at: float) -> None:
+        sources.set_next_run(self.conn, name, at)
+
+    # -- scrape outcomes ---------------------------------------------------------------
+    def record_scrape(self, o: ScrapeOutcome) -> Effects:
+        fx = Effects()
+        now = self.clock()
+        with self.conn:
+            src = row(self.conn, "SELECT s.*, h.* FROM sources s JOIN source_health h ON h.source_name = s.name "
+                                 "WHERE s.name = ?", (o.name,))
+            if src is None:  # removed while the scrape was in flight
+                fx.result = o.summary("REMOVED")
+                return fx
+            if o.ok:
+                self._record_success(src, o, now, fx)
+            else:
+                self._record_failure(src, o, now, fx)
+            fx.result = o.summary(self.model(o.name).state)
+        return fx
+
+    def _record_success(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
+        name = o.name
+        if not o.not_modified:
+            records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
+            good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
+            if o.html is not None and (good != o.page_sha or o.page_sha is None):
+                snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now)
+        counts = sources.item_counts(src)
+        if o.item_count is not None:
+            counts = (counts + [o.item_count])[-ITEM_COUNT_MEMORY:]
+        self.conn.execute(
+            "UPDATE source_health SET last_success_at = ?, success_count = success_count + 1, consecutive_failures = 0, "
+            "last_error = NULL, last_error_type = NULL, failing_since = NULL, host_unresolved_since = NULL, "
+            "last_fingerprint = NULL, item_counts = ?, updated_at = ? WHERE source_name = ?",
+            (now, json.dumps(counts), now, name),
+        )
+        etag = o.etag if not o.not_modified else src["etag"]
+        lastmod = o.last_modified if not o.not_modified else src["last_modified"]
+        self.conn.execute("UPDATE sources SET next_run_at = ?, interval_factor = 1.0, etag = ?, last_modified = ? "
+                          "WHERE name = ?", (now + self._jittered(src["every_s"]), etag, lastmod, name))
+        if o.permanent_redirect and sources.host_of(o.permanent_redirect) == src["host"] \
+                and o.permanent_redirect != src["url"]:
+            # Follow a permanent redirect on the same site: scrape the new address from now on.
+            self.conn.execute("UPDATE sources SET url = ? WHERE name = ?", (o.permanent_redirect, name))
+        state = self.model(name).state
+        if state == DEGRADED:
+            self.fire(name, "recover", "scrape passed validation")
+            fx.alert("RECOVERED", name, "scrape passes validation again", level="info", state=ACTIVE)
+            # A FIX task queued for this episode is no longer needed.
+            self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
+                              "error_message = 'source recovered before the fix ran' "
+                              "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
+        self._maybe_clear_halt(name, fx)
+
+    def _record_failure(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
+        from healerd.sanitize import mask_text
+
+        name = o.name
+        message = mask_text(o.error or o.error_type or "failed")[:1000]
+        if o.html is not None:
+            snapshots.put(self.conn, name, snapshots.CURRENT, o.url, o.html, o.status, records=o.data, now=now)
+        consecutive = src["consecutive_failures"] + 1
+        self.conn.execute(
+            "UPDATE source_health SET last_failure_at = ?, failure_count = failure_count + 1, consecutive_failures = ?, "
+            "last_error = ?, last_error_type = ?, last_fingerprint = ?, failing_since = COALESCE(failing_since, ?), "
+            "updated_at = ? WHERE source_name = ?",
+            (now, consecutive, message, o.error_type, o.fingerprint, now, now, name),
+        )
+        every = src["every_s"]
+        factor = src["interval_factor"] or 1.0
+        if o.error_type == errors.TIMEOUT:
+            delay = min(every, self.config.doctor.timeout_backoff * (2 ** (consecutive - 1)))
+        elif o.error_type == errors.RATE_LIMIT:
+            factor = min(factor * 2, 32.0)
+            delay = max(o.retry_after or 0.0, every * factor)
+        else:
+            delay = every
+        self.conn.execute("UPDATE sources SET next_run_at = ?, interval_factor = ? WHERE name = ?",
+                          (now + self._jittered(delay), factor, name))
+
+        state = self.model(name).state
+        if state == ACTIVE:
+            self.fire(name, "fail", f"{o.error_type}: {message}")
+            state = DEGRADED
+            fx.alert("DEGRADED", name, f"{o.error_type}: {message}", details={"error_type": o.error_type,
+                                                                                   "status": o.status}, state=DEGRADED)
+        if o.dns_failure:
+            since = src["host_unresolved_since"] or now
+            self.conn.execute("UPDATE source_health SET host_unresolved_since = ? WHERE source_name = ?", (since, name))
+            if now - since >= self.config.doctor.dead_after and state != DEAD:
+                self.fire(name, "die", f"host {src['host']} has not resolved since {iso(since)}")
+                fx.alert("DEAD", name, f"host {src['host']} has not resolved since {iso(since)}", level="error",
+                         state=DEAD)
+                return
+        else:
+            self.conn.execute("UPDATE source_health SET host_unresolved_since = NULL WHERE source_name = ?", (name,))
+
+        if self._healable(o) and state == DEGRADED:
+            tasks.enqueue(self.conn, tasks.FIX_SOURCE, name,
+                          {"error_type": o.error_type, "error": message, "fingerprint": o.fingerprint,
+                           "status": o.status}, now=now)
+        elif o.error_type not in errors.HEALABLE_BY_SELECTORS:
+            self._check_systemic(o.fingerprint, o.error_type, message, now, fx)
+
+    @staticmethod
+    def _healable(o: ScrapeOutcome) -> bool:
+        if o.error_type in errors.HEALABLE_BY_SELECTORS:
+            return True
+        return o.error_type == errors.HTTP_ERROR and (o.status in HEALABLE_HTTP or bool(o.permanent_redirect))
+
+    # -- the systemic breaker ----------------------------------------------------------
+    def halt(self) -> dict | None:
+        v = scalar(self.conn, "SELECT value FROM daemon_state WHERE key = ?", (HALT_KEY,))
+        return json.loads(v) if v else None
+
+    def _check_systemic(self, fingerprint: str | None, error_type: str | None, message: str, now: float,
+                        fx: Effects, failed_fixes: bool = False) -> None:
+        if not fingerprint or self.halt() is not None:
+            return
+        since = now - self.config.doctor.systemic_window
+        if failed_fixes:
+            affected = [r["source_name"] for r in rows(
+                self.conn, "SELECT DISTINCT source_name FROM fix_history WHERE fingerprint = ? AND created_at > ? "
+                           "AND outcome IN ('rejected','error')", (fingerprint, since))]
+        else:
+            affected = [r["source_name"] for r in rows(
+                self.conn, "SELECT source_name FROM source_health WHERE last_fingerprint = ? AND last_failure_at > ? "
+                           "AND consecutive_failures > 0", (fingerprint, since))]
+        if len(affected) < self.config.doctor.systemic_threshold:
+            return
+        halt = {"fingerprint": fingerprint, "since": now, "error_type": error_type, "sources": sorted(affected),
+                "reason": f"{error_type} on {len(affected)} sources: {message}"}
+        self.conn.execute("INSERT OR REPLACE INTO daemon_state (key, value) VALUES (?, ?)", (HALT_KEY, json.dumps(halt)))
+        fx.alert("SYSTEMIC_HALT", None,
+                 f"healing halted everywhere: the same failure on {len(affected)} sources ({error_type}: {message})",
+                 level="error", details={"sources": sorted(affected), "fingerprint": fingerprint})
+
+    def _maybe_clear_halt(self, name: str, fx: Effects) -> None:
+        h = self.halt()
+        if h and name in h.get("sources", []):
+            self.conn.execute("DELETE FROM daemon_state WHERE key = ?", (HALT_KEY,))
+
+    def resume_healing(self) -> Effects:
+        with self.conn:
+            self.conn.execute("DELETE FROM daemon_state WHERE key = ?", (HALT_KEY,))
+        return Effects(result={"systemic_halt": False})
+
+    # -- tasks -----------------------------------------------------------------------------
+    def enqueue_fix(self, name: str, context: dict, priority: int = 3) -> Effects:
+        sources.get(self.conn, name)
+        tid = tasks.enqueue(self.conn, tasks.FIX_SOURCE, name, context, priority=priority, now=self.clock())
+        return Effects(result=tid)
+
+    def claim_fix(self, worker: str) -> dict | None:
+        return tasks.claim(self.conn, worker, (tasks.FIX_SOURCE,), now=self.clock())
+
+    def claim_task_by_id(self, task_id: int, worker: str) -> dict | None:
+        return tasks.claim_by_id(self.conn, task_id, worker, now=self.clock())
+
+    def complete_task(self, task_id: int, context: dict | None = None) -> None:
+        tasks.complete(self.conn, task_id, context, now=self.clock())
+
+    def fail_task(self, task_id: int, error: str, retry: bool = True) -> str:
+        return tasks.fail(self.conn, task_id, error, retry=retry, now=self.clock())
+
+    def release_task(self, task_id: int, not_before: float | None = None) -> None:
+        tasks.release(self.conn, task_id, not_before)
+
+    def recover_tasks(self) -> dict:
+        return tasks.recover_in_progress(self.conn, now=self.clock())
+
+    # -- fixes, quarantine -----------------------------------------------------------------
+    def attempts_used(self, name: str) -> int:
+        h = row(self.conn, "SELECT attempts_since FROM source_health WHERE source_name = ?", (name,)) or {}
+        return fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=self.clock(),
+                                        after=h.get("attempts_since"))
+
+    def record_fix(self, *, name: str, error_type: str, strategy: str, outcome: str, reason: str,
+                   context: dict | None = None, patch: str | None = None, validation: dict | None = None,
+                   deployed_to: str | None = None, version: int | None = None, fingerprint: str | None = None,
+                   duration_ms: float | None = None, deferred_report: dict | None = None) -> Effects:
+        """One fix attempt: its fix_history row, the attempt counters, and — when the budget is spent — quarantine."""
+        fx = Effects()
+        now = self.clock()
+        with self.conn:
+            h = row(self.conn, "SELECT * FROM source_health WHERE source_name = ?", (name,))
+            if h is None:
+                return fx
+            fixes.record(self.conn, source_name=name, error_type=error_type, strategy=strategy, outcome=outcome,
+                         reason=reason, diagnosis_context=context, patch=patch, validation=validation,
+                         deployed_to=deployed_to, version=version, fingerprint=fingerprint, duration_ms=duration_ms,
+                         failure_started_at=h["failing_since"], now=now)
+            used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
+                                            after=h["attempts_since"])
+            self.conn.execute("UPDATE source_health SET fix_attempts_today = ? WHERE source_name = ?", (used, name))
+            state = self.model(name).state
+            if outcome == "promoted":
+                self.conn.execute("UPDATE source_health SET deferred_report = NULL, retry_only = 0 WHERE source_name = ?",
+                                  (name,))
+                fx.alert("HEALED", name, f"{strategy} fix promoted as version {version}: {reason}", level="info",
+                         details={"strategy": strategy, "version": version}, state=state)
+            elif outcome in fixes.COUNTED_OUTCOMES and outcome != "staged":
+                budget = 1 if h["retry_only"] else self.config.doctor.max_fix_attempts
+                if used >= budget and state == DEGRADED:
+                    until = now + self.config.doctor.quarantine_for
+                    report = dict(deferred_report or {})
+                    report.setdefault("attempts", used)
+                    report.setdefault("last_error", reason)
+                    self.conn.execute("UPDATE source_health SET quarantine_until = ?, deferred_report = ?, retry_only = 0 "
+                                      "WHERE source_name = ?", (until, json.dumps(report, default=str), name))
+                    self.fire(name, "quarantine", f"{used} fix attempts failed; last: {reason}")
+                    self.conn.execute("UPDATE task_queue SET state = 'QUARANTINED', completed_at = ? "
+                                      "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
+                    window = _human_duration(self.config.doctor.attempt_window)
+                    fx.alert("QUARANTINED", name,
+                             f"{used} fix attempts failed in {window}; next try {iso(until)}",
+                             level="error", details={"deferred_report": report, "quarantine_until": iso(until)},
+                             state=QUARANTINED)
+                else:
+                    fx.alert("HEAL_FAILED", name, f"fix attempt {used}/{budget} failed ({strategy}): {reason}",
+                             details={"strategy": strategy, "attempt": used, "budget": budget}, state=state)
+                if outcome in ("rejected", "error"):
+                    self._check_systemic(fingerprint, error_type, reason, now, fx, failed_fixes=True)
+            fx.result = {"attempts_used": used, "state": self.model(name).state}
+        return fx
+
+    def expire_quarantines(self) -> Effects:
+        """Quarantines whose time has come: back to DEGRADED for one automatic retry, scraped at once."""
+        fx = Effects()
+        now = self.clock()
+        due = rows(self.conn, "SELECT source_name FROM source_health WHERE state = 'QUARANTINED' "
+                              "AND quarantine_until IS NOT NULL AND quarantine_until <= ?", (now,))
+        for r in due:
+            name = r["source_name"]
+            with self.conn:
+                self.fire(name, "quarantine_expired", "quarantine time is over: one automatic retry")
+                self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 1 "
+                                  "WHERE source_name = ?", (now, name))
+                self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))
+            fx.alert("UNQUARANTINED", name, "quarantine expired: one automatic retry", level="info", state=DEGRADED)
+        return fx
+
+    def unquarantine(self, name: str, reason: str = "") -> Effects:
+        fx = Effects()
+        now = self.clock()
+        with self.conn:
+            state = self.model(name).state
+            self.fire(name, "unquarantine", reason or "by a person")
+            self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 0, "
+                              "fix_attempts_today = 0, host_unresolved_since = NULL WHERE source_name = ?", (now, name))
+            self.conn.execute("UPDATE sources SET next_run_at = ?, paused = 0 WHERE name = ?", (now, name))
+        fx.alert("UNQUARANTINED", name, f"{state} -> DEGRADED with a fresh attempt budget" + (f": {reason}" if reason else ""),
+                 level="info", state=DEGRADED)
+        fx.result = sources.status_one(self.conn, name)
+        return fx
+
+    def flag_for_review(self, name: str, reason: str) -> Effects:
+        fx = Effects()
+        with self.conn:
+            already = scalar(self.conn, "SELECT flagged_for_review FROM source_health WHERE source_name = ?", (name,))
+            self.conn.execute("UPDATE source_health SET flagged_for_review = 1 WHERE source_name = ?", (name,))
+        if not already:
+            fx.alert("FLAGGED_FOR_REVIEW", name, reason, state=self.model(name).state)
+        return fx
+
+    # -- parser versions -------------------------------------------------------------------
+    def stage_version(self, name: str, bp: Blueprint, origin: str, note: str = "",
+                      validation: dict | None = None) -> int:
+        return versions.create(self.conn, name, bp, origin=origin, status="staging", validation=validation, note=note,
+                               now=self.clock())
+
+    def promote(self, name: str, version: int, validation: dict | None = None, url: str | None = None) -> Effects:
+        """Production pointer moves to `version`, the old one archived — one transaction."""
+        fx = Effects()
+        now = self.clock()
+        with self.conn:
+            prev = versions.promote(self.conn, name, version, validation=validation, now=now)
+            if url:
+                self.conn.execute("UPDATE sources SET url = ?, etag = NULL, last_modified = NULL WHERE name = ?",
+                                  (url, name))
+            self.conn.execute("UPDATE sources SET next_run_at = ?, etag = NULL, last_modified = NULL WHERE name = ?",
+                              (now, name))
+        fx.result = {"version": version, "previous": prev}
+        return fx
+
+    def reject_version(self, name: str, version: int, reason: str, validation: dict | None = None) -> None:
+        versions.reject(self.conn, name, version, reason, validation)
+
+    def rollback(self, name: str, to: int | None = None) -> Effects:
+        with self.conn:
+            sources.get(self.conn, name)
+            if to is None:
+                to = versions.latest_archived(self.conn, name)
+                if to is None:
+                    raise versions.VersionNotFound(f"source {name!r} has no archived parser version to roll back to")
+            v = versions.get(self.conn, name, to)
+            if v["status"] not in ("archived", "production"):
+                raise versions.VersionNotFound(
+                    f"version {to} of {name!r} is {v['status']}; only archived versions can be re-promoted "
+                    f"(use `healerctl approve` for staged ones)")
+            fx = self.promote(name, to)
+        return fx
+
+    def approve(self, name: str, version: int) -> Effects:
+        with self.conn:
+            v = versions.get(self.conn, name, version)
+            if v["status"] != "staging":
+                raise versions.VersionNotFound(f"version {version} of {name!r} is {v['status']}, not staged")
+            fx = self.promote(name, version)
+            self.conn.execute("UPDATE source_health SET flagged_for_review = 0 WHERE source_name = ?", (name,))
+            self.conn.execute("UPDATE sources SET review_approved_until = ? WHERE name = ?",
+                              (self.clock() + self.config.doctor.review_window, name))
+            body = json.loads(v["body"])
+            if body.get("url"):
+                from healerd.store.sources import host_of
+                self.conn.execute("UPDATE sources SET url = ?, host = ? WHERE name = ?",
+                                  (body["url"], host_of(body["url"]), name))
+            state = self.model(name).state
+            if state in (QUARANTINED, DEAD):
+                self.fire(name, "unquarantine", f"a person approved version {version}")
+                self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ? "
+                                  "WHERE source_name = ?", (self.clock(), name))
+        fx.result = {"version": version}
+        return fx
+
+    def set_deferred_report(self, name: str, report: dict | None) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE source_health SET deferred_report = ? WHERE source_name = ?",
+                              (json.dumps(report, default=str) if report else None, name))
+
+    # -- alerts, healer calls, memory ------------------------------------------------------------
+    def insert_alert(self, alert: dict, ts: float) -> int:
+        return alerts_store.insert(self.conn, alert, ts)
+
+    def record_healer_call(self, *, name: str, cycle: int, backend: str, started_at: float, duration_ms: float,
+                           http_status: int | None, outcome: str, reason: str) -> None:
+        with self.conn:
+            self.conn.execute("INSERT INTO healer_calls (source_name, cycle, backend, started_at, duration_ms, http_status, "
+                              "outcome, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                              (name, cycle, backend, started_at, duration_ms, http_status, outcome, reason[:1000]))
+
+    def memory(self, method: str, **kwargs):
+        from healerd.memory import FixMemory
+
+        return getattr(FixMemory(self.conn, clock=self.clock), method)(**kwargs)
+
+    def call(self, fn: Callable, *args, **kwargs):
+        """Run a store function on the writer's connection (for the few one-off writes)."""
+        return fn(self.conn, *args, **kwargs)
+
+
+def _human_duration(seconds: float) -> str:
+    units = ((3600, "h"), (60, "m")) if seconds <= 48 * 3600 else ((86400, "d"), (3600, "h"), (60, "m"))
+    for size, unit in units:
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"

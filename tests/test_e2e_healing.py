@@ -1,0 +1,188 @@
+"""The healing loop end to end: the daemon as a subprocess, a real local site, real healers."""
+
+from __future__ import annotations
+
+import json
+import time
+from http.server import ThreadingHTTPServer
+
+import apsw
+
+from conftest import FAST_CONFIG
+from healer_server import HealerServer, healed
+from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
+
+
+def db_rows(d, sql, params=()):
+    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        cur = conn.execute(sql, params)
+        desc, out = None, []
+        for r in cur:
+            desc = desc or [x[0] for x in cur.getdescription()]
+            out.append(dict(zip(desc, r)))
+        return out
+    finally:
+        conn.close()
+
+
+def add(d, tmp_path, name, url, bp=LISTING_BP):
+    r = d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", url, bp))
+    assert r.returncode == 0, r.stderr
+
+
+def healed_version(d, name):
+    s = d.ctl_json("status", name)
+    return s["version"] if s["state"] == "ACTIVE" and s["version"] > 1 else None
+
+
+def test_layout_change_is_healed_promoted_and_records_keep_flowing(site, daemon_factory, tmp_path):
+    site.page("/stats", listing_v1())
+    d = daemon_factory().start()
+    add(d, tmp_path, "stats", site.url("/stats"))
+    assert d.ctl_json("run", "stats")["ok"] is True
+    site.page("/stats", listing_v2())
+    v = d.wait_for(lambda: healed_version(d, "stats"), what="the heal to be promoted")
+    d.wait_for(lambda: d.ctl_json("records", "stats")[0]["version"] == v, what="records from the new version")
+    assert d.ctl_json("records", "stats")[0]["data"][0] == {"name": "Ada", "score": 31}
+    hist = d.ctl_json("history", "stats")
+    fixes = [h for h in hist if h["kind"] == "fix"]
+    assert fixes and fixes[0]["outcome"] == "promoted" and fixes[0]["strategy"] == "builtin"
+    versions = {h["version"]: h for h in hist if h["kind"] == "version"}
+    assert versions[v]["status"] == "production" and versions[v]["origin"] == "builtin"
+    assert versions[1]["status"] == "archived"
+    assert any(a["event"] == "HEALED" and a["source"] == "stats" for a in d.alerts())
+    assert "fix attempt stats" in d.log()  # the WARNING line per attempt
+    diff = d.ctl("diff", "stats")
+    assert diff.returncode == 0
+
+
+def test_a_bad_candidate_is_rejected_and_production_untouched(site, daemon_factory, tmp_path):
+    # The healer answers a blueprint whose items include the header row: its score is null.
+    bad = dict(LISTING_BP, items="tr", fields={"name": {"css": "td, th"}, "score": {"css": "td.pts", "type": "int"}})
+    healer = HealerServer(lambda req: healed(bad))
+    cfg = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["external"]') + \
+        f'[healer]\nurl = "{healer.url}"\ntimeouts = [5]\ncycles = 1\n'
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    add(d, tmp_path, "stats", site.url("/stats"))
+    d.ctl("run", "stats")
+    site.page("/stats", listing_v2())
+    d.wait_for(lambda: any(h["kind"] == "fix" for h in d.ctl_json("history", "stats")), what="a fix attempt")
+    hist = d.ctl_json("history", "stats")
+    fix = [h for h in hist if h["kind"] == "fix"][0]
+    assert fix["outcome"] == "rejected" and fix["strategy"] == "external"
+    assert any(h["kind"] == "version" and h["status"] == "rejected" and h["origin"] == "external" for h in hist)
+    assert d.ctl_json("status", "stats")["version"] == 1
+    prod = db_rows(d, "SELECT version FROM parser_versions WHERE source_name = 'stats' AND status = 'production'")
+    assert [r["version"] for r in prod] == [1]
+    healer.stop()
+
+
+def test_three_failed_attempts_quarantine_then_unquarantine_retries(site, daemon_factory, tmp_path):
+    site.page("/stats", listing_v1())
+    d = daemon_factory().start()
+    add(d, tmp_path, "stats", site.url("/stats"))
+    d.ctl("run", "stats")
+    site.page("/stats", listing_no_score())
+    st = d.wait_for(lambda: (s := d.ctl_json("status", "stats"))["state"] == "QUARANTINED" and s, timeout=60,
+                    what="QUARANTINED")
+    assert st["fix_attempts_24h"] == 3 and st["quarantine_until"]
+    assert st["deferred_report"] and st["deferred_report"]["options"]
+    q = [a for a in d.alerts() if a["event"] == "QUARANTINED"]
+    assert len(q) == 1 and q[0]["source"] == "stats" and "3 fix attempts failed" in q[0]["message"]
+    assert q[0]["details"]["deferred_report"]["last_error"]
+    fixes = [h for h in d.ctl_json("history", "stats") if h["kind"] == "fix"]
+    assert len(fixes) == 3 and all(f["outcome"] == "rejected" for f in fixes)
+    # The production parser was never touched: a refusal is the right answer.
+    assert st["version"] == 1
+    # The site puts the score back; unquarantine retries at once and the source recovers.
+    site.page("/stats", listing_v1())
+    r = d.ctl("unquarantine", "stats", "--reason", "score column restored")
+    assert r.returncode == 0, r.stderr
+    d.wait_for(lambda: d.ctl_json("status", "stats")["state"] == "ACTIVE", what="recovery after unquarantine")
+    events = [a["event"] for a in d.alerts() if a["source"] == "stats"]
+    assert "UNQUARANTINED" in events
+
+
+def test_kill9_in_the_middle_of_a_heal_resumes_after_restart(site, daemon_factory, tmp_path):
+    fixed = dict(LISTING_BP, items="table.league-table tr.row-player",
+                 fields={"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}})
+    healer = HealerServer(lambda req: healed(fixed), delay=30.0)
+    cfg = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["external"]') + \
+        f'[healer]\nurl = "{healer.url}"\ntimeouts = [60]\ncycles = 1\n'
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    add(d, tmp_path, "stats", site.url("/stats"))
+    d.ctl("run", "stats")
+    site.page("/stats", listing_v2())
+    d.wait_for(lambda: len(healer.requests) >= 1, what="the healer to be asked")
+    d.kill9()
+    tasks = db_rows(d, "SELECT state FROM task_queue WHERE type = 'FIX_SOURCE' AND target = 'stats'")
+    assert [t["state"] for t in tasks] == ["IN_PROGRESS"]
+    healer.delay = 0.0
+    d2 = daemon_factory(cfg, sub="d").start()
+    v = d2.wait_for(lambda: healed_version(d2, "stats"), what="the resumed heal")
+    prod = db_rows(d2, "SELECT version FROM parser_versions WHERE source_name = 'stats' AND status = 'production'")
+    assert [r["version"] for r in prod] == [v]
+    task = db_rows(d2, "SELECT state, retry_count FROM task_queue WHERE type = 'FIX_SOURCE' AND target = 'stats' "
+                       "ORDER BY task_id")[0]
+    assert task["retry_count"] == 1 and task["state"] == "COMPLETED"
+    healer.stop()
+
+
+def test_site_down_everywhere_is_one_systemic_halt_and_no_heal_attempts(site, daemon_factory, tmp_path):
+    for i in range(3):
+        site.page(f"/s{i}", listing_v1())
+    d = daemon_factory().start()
+    for i in range(3):
+        add(d, tmp_path, f"s{i}", site.url(f"/s{i}"))
+        d.ctl("run", f"s{i}")
+    port = site.port
+    pages = dict(site.pages)
+    site.stop()
+    d.wait_for(lambda: any(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()), what="SYSTEMIC_HALT")
+    assert d.ctl_json("status")[0]["state"] == "DEGRADED"
+    summary_cmd = d.ctl("status")
+    assert "halt" in summary_cmd.stdout.lower()
+    time.sleep(2)  # more failing scrapes: still one alert, still no heal attempt
+    assert sum(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()) == 1
+    assert db_rows(d, "SELECT count(*) AS n FROM fix_history WHERE outcome != 'declined'")[0]["n"] == 0
+    # The site comes back on the same port: the sources recover and the halt lifts by itself.
+    revived = _serve_on(port, pages)
+    try:
+        d.wait_for(lambda: all(s["state"] == "ACTIVE" for s in d.ctl_json("status")), timeout=30, what="recovery")
+        status = json.loads(d.ctl("status", "--json").stdout)
+        assert all(s["state"] == "ACTIVE" for s in status)
+        from healerd.control.client import call
+
+        assert call(d.socket, "status", {}, timeout=10)["summary"]["systemic_halt"] is False
+    finally:
+        revived.shutdown()
+        revived.server_close()
+
+
+def _serve_on(port, pages):
+    import threading
+    from http.server import BaseHTTPRequestHandler
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            status, headers, body = pages.get(self.path, (404, {}, b"gone"))
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    ThreadingHTTPServer.allow_reuse_address = True
+    srv = ThreadingHTTPServer(("127.0.0.1", port), H)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
