@@ -135,9 +135,12 @@ class ControlOps:
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
         cur = snapshots.get(self.conn, name, snapshots.CURRENT)
         if cur is None or (good is not None and cur["fetched_at"] < good["fetched_at"]):
-            # No failure since the last good page: compare it with itself (no diff).
-            return {"diff": "", "last_good_at": iso(good["fetched_at"]) if good else None,
-                    "current_at": iso(good["fetched_at"]) if good else None}
+            # No failure since the last good page: show the diff the last fix attempt worked from.
+            last_fix = fixes.last_diff(self.conn, name)
+            return {"diff": last_fix["diff"] if last_fix else "",
+                    "last_good_at": iso(good["fetched_at"]) if good else None,
+                    "current_at": iso(good["fetched_at"]) if good else None,
+                    "fix_at": last_fix["at"] if last_fix else None}
         return {"diff": structural_diff(good["html"] if good else None, cur["html"]),
                 "last_good_at": iso(good["fetched_at"]) if good else None, "current_at": iso(cur["fetched_at"])}
 

@@ -40,6 +40,8 @@ from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.doctor")
 
+DIFF_KEPT_LINES = 200   # of the structural diff, kept with each fix attempt for `healerctl diff`
+
 
 class Doctor(ServiceActor):
     fetches = True
@@ -138,6 +140,7 @@ class Doctor(ServiceActor):
         diag = {"error_type": ctx.error_type, "error_message": mask_text(ctx.error_message),
                 "failure_count": ctx.failure_count, "fix_attempts_today": ctx.fix_attempts_today,
                 "validation_errors": ctx.validation_errors[:10], "diff_lines": ctx.html_diff.count("\n"),
+                "html_diff": mask_text("\n".join(ctx.html_diff.splitlines()[:DIFF_KEPT_LINES])),
                 "previous_attempts": len(ctx.previous_attempts), "version": ctx.version}
         if outcome and outcome["outcome"] == "promoted":
             reason = f"{outcome['strategy']}: {outcome['reason']}"

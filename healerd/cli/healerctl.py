@@ -569,7 +569,10 @@ def diff(ctx, name, socket_path):
         else:
             click.echo(f"{name}: no structural difference between the last good page ({good}) and the current one ({cur or '-'})")
         return
-    click.echo(f"last good page: {good or '-'}; current page: {cur or '-'}")
+    if r.get("fix_at"):
+        click.echo(f"{name} is not failing now; the diff its last fix attempt ({r['fix_at']}) worked from:")
+    else:
+        click.echo(f"last good page: {good or '-'}; current page: {cur or '-'}")
     for line in text.splitlines():
         if line.startswith(("+++", "---")):
             click.echo(_style(line, None, bold=True))

@@ -8,7 +8,7 @@ import time
 
 import apsw
 
-from healerd.store.db import rows, scalar
+from healerd.store.db import row, rows, scalar
 from healerd.timeutil import iso
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
@@ -64,6 +64,16 @@ def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
          "duration_ms": r["duration_ms"]}
         for r in rows(conn, "SELECT * FROM fix_history WHERE source_name = ?", (name,))
     ]
+
+
+def last_diff(conn: apsw.Connection, name: str) -> dict | None:
+    """The structural diff the newest fix attempt of `name` worked from (kept in its context)."""
+    r = row(conn, "SELECT created_at, diagnosis_context FROM fix_history WHERE source_name = ? "
+                  "AND diagnosis_context LIKE '%html_diff%' ORDER BY fix_id DESC LIMIT 1", (name,))
+    if r is None:
+        return None
+    diff = (json.loads(r["diagnosis_context"] or "{}") or {}).get("html_diff") or ""
+    return {"at": iso(r["created_at"]), "diff": diff} if diff else None
 
 
 def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
