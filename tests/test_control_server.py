@@ -32,6 +32,7 @@ from healerd.control.protocol import ControlError
 from healerd.control.server import ControlServer, ControlServerError, PeerCred, peer_allowed
 
 RELEASE = threading.Event()
+ENTERED = threading.Event()
 
 
 def handler(op, args, peer):
@@ -40,6 +41,7 @@ def handler(op, args, peer):
     if op == "echo":
         return {"args": args, "peer_uid": peer.uid}
     if op == "wait":  # blocks a worker until the test releases it
+        ENTERED.set()
         RELEASE.wait(30)
         return "released"
     if op == "boom":
@@ -259,8 +261,9 @@ def test_stop_does_not_wait_forever_for_a_stuck_handler(tmp_path):
     srv.start()
     try:
         with ThreadPoolExecutor(1) as ex:
+            ENTERED.clear()
             fut = ex.submit(call, path, "wait", {}, 30)
-            wait_until(lambda: srv.open_connections == 1)
+            wait_until(ENTERED.is_set)  # a worker runs it (a request still queued at stop is refused)
             srv.stop(timeout=0.2)
             assert not os.path.exists(path)
             assert not fut.done()
