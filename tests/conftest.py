@@ -39,10 +39,21 @@ class Site:
         self.pages: dict[str, tuple[int, dict, bytes]] = {}
         self.hits: dict[str, int] = {}
         self.lock = threading.Lock()
+        self.connections: set = set()
         site = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                with site.lock:
+                    site.connections.add(self.connection)
+
+            def finish(self):
+                with site.lock:
+                    site.connections.discard(self.connection)
+                super().finish()
 
             def do_GET(self):
                 path = self.path.split("?", 1)[0]
@@ -99,8 +110,18 @@ class Site:
             self.pages.pop(path, None)
 
     def stop(self) -> None:
+        """The site goes down: no new connections, and the kept-alive ones are cut."""
+        import socket as _socket
+
         self.server.shutdown()
         self.server.server_close()
+        with self.lock:
+            open_now = list(self.connections)
+        for conn in open_now:
+            try:
+                conn.shutdown(_socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 @pytest.fixture

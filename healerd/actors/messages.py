@@ -59,6 +59,7 @@ class WriteJob:
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     request_id: str | None = None     # resolve this waiter with the result
+    then: tuple | None = None         # (role, message) told once the write is done, committed or not
 
 
 @dataclass(frozen=True)

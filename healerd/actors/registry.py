@@ -62,7 +62,9 @@ class ActorRegistry:
             raise result.exc
         return result
 
-    def write_later(self, method: str, *args, request_id: str | None = None, **kwargs) -> None:
+    def write_later(self, method: str, *args, request_id: str | None = None, then: tuple | None = None,
+                    **kwargs) -> None:
+        """Tell the StoreWriter to run Ledger.<method>; `then` = (role, message) is told once it is done."""
         from healerd.actors.messages import WriteJob
 
-        self.tell("writer", WriteJob(method, args, kwargs, request_id=request_id))
+        self.tell("writer", WriteJob(method, args, kwargs, request_id=request_id, then=then))

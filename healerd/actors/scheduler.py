@@ -74,6 +74,8 @@ class Scheduler(ServiceActor):
         self.next_allowed: dict[str, float] = {}
         self.scraper_load: dict[int, int] = defaultdict(int)
         self.assigned: dict[str, int] = {}
+        self.dispatched_at: dict[str, float] = {}
+        self.ready: list[dict] = []   # due rows the last Tick found but could not dispatch yet
         self.doctor_busy = False
         self.heal_requests: list[HealNow] = []
         self.draining = False
@@ -95,6 +97,9 @@ class Scheduler(ServiceActor):
                 self._feed_doctor()
             elif isinstance(message, Drain):
                 self.draining = True
+                self.ready = []
+                if self.dispatched_at:  # scrapes in flight: due again unless their outcome gets recorded
+                    self.registry.write_later("requeue_unfinished", dict(self.dispatched_at))
         except Exception:  # a bad row or a dead peer must not stop scheduling
             log.exception("scheduler failed handling %s", type(message).__name__)
         return None
@@ -106,19 +111,31 @@ class Scheduler(ServiceActor):
         if now - self.last_housekeeping >= 1.0:
             self.last_housekeeping = now
             self.registry.write_later("expire_quarantines")
+        budget = max(1, self._capacity() - sum(self.in_flight.values()))
+        # Sources being scraped are still due in SQLite until their outcome commits: look past them.
+        due = rows(self.conn, DUE_SQL, (now, budget * 4 + len(self.running)))
+        self.ready = [r for r in due if r["name"] not in self.running]
+        self._dispatch_ready(now, budget)
+        self._feed_doctor()
+
+    def _capacity(self) -> int:
+        return len(self.registry.scrapers()) * 4
+
+    def _dispatch_ready(self, now: float, budget: int) -> None:
+        """Dispatch rows of `ready` within the budget and the host limits; keep the rest
+        for the next ScrapeDone (the next Tick replaces the list with a fresh query)."""
         per_host = self.config.fetch.per_host_concurrency
-        budget = max(1, len(self.registry.scrapers()) * 4 - sum(self.in_flight.values()))
-        for r in rows(self.conn, DUE_SQL, (now, budget * 4)):
-            if budget <= 0:
-                break
+        keep = []
+        for r in self.ready:
             if r["name"] in self.running:
-                continue
+                continue   # dispatched meanwhile (healerctl run)
             host = r["host"]
-            if self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now:
+            if budget <= 0 or self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now:
+                keep.append(r)
                 continue
             self._dispatch(r, None, now)
             budget -= 1
-        self._feed_doctor()
+        self.ready = keep
 
     def _dispatch(self, r: dict, request_id: str | None, now: float) -> None:
         scrapers = self.registry.scrapers()
@@ -129,6 +146,7 @@ class Scheduler(ServiceActor):
         job = ScrapeJob(name=r["name"], url=r["url"], host=host, blueprint_json=r["body"], version=r["version"],
                         etag=r["etag"], last_modified=r["last_modified"], request_id=request_id)
         self.running.add(r["name"])
+        self.dispatched_at[r["name"]] = now
         self.in_flight[host] += 1
         self.scraper_load[idx] += 1
         self.assigned[r["name"]] = idx
@@ -145,6 +163,7 @@ class Scheduler(ServiceActor):
 
     def _done(self, msg: ScrapeDone) -> None:
         self.running.discard(msg.name)
+        self.dispatched_at.pop(msg.name, None)
         if self.in_flight.get(msg.host, 0) > 0:
             self.in_flight[msg.host] -= 1
         idx = self.assigned.pop(msg.name, None)
@@ -155,8 +174,14 @@ class Scheduler(ServiceActor):
             self._run_now(queued[0])
             for extra in queued[1:]:
                 self.pending_runs.setdefault(msg.name, []).append(extra)
+        if self.ready and not self.draining:
+            # Refill the freed slot now rather than at the next Tick, which would cap the
+            # throughput at (scrapers x 4) per tick.
+            self._dispatch_ready(time.time(), self._capacity() - sum(self.in_flight.values()))
 
     def _run_now(self, msg: RunNow) -> None:
+        if self.draining:
+            return  # stopping: the daemon answers the waiting client
         if msg.name in self.running:
             # Already scraping: run again as soon as this one is done, for this request.
             self.pending_runs.setdefault(msg.name, []).append(msg)

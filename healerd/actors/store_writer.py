@@ -37,6 +37,13 @@ class StoreWriter(ServiceActor):
             log.warning("StoreWriter ignored an unknown message %r", type(message).__name__)
             return None
         try:
+            return self._run(message)
+        finally:
+            if message.then is not None:   # e.g. ScrapeDone: only once the outcome is in SQLite
+                self.registry.tell(*message.then)
+
+    def _run(self, message: WriteJob):
+        try:
             result = getattr(self.ledger, message.method)(*message.args, **message.kwargs)
         except Exception as exc:  # never let one bad write stop the writer
             if not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (

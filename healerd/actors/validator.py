@@ -91,5 +91,7 @@ class Validator(ServiceActor):
             outcome = ScrapeOutcome(name=job.name, url=job.url, ok=False, started_at=page.started_at,
                                     finished_at=time.time(), error_type=errors.PARSE_ERROR,
                                     error=f"internal error while validating: {exc}", request_id=job.request_id)
-        self.registry.write_later("record_scrape", outcome, request_id=job.request_id)
-        self.registry.tell("scheduler", ScrapeDone(job.name, job.host))
+        # The Scheduler hears ScrapeDone from the StoreWriter once the outcome (and the next
+        # run time) is committed, so it never sees the source as due again before that.
+        self.registry.write_later("record_scrape", outcome, request_id=job.request_id,
+                                  then=("scheduler", ScrapeDone(job.name, job.host)))
