@@ -21,7 +21,7 @@ from healerd.htmldiff import structural_diff
 from healerd.lifecycle import IllegalTransition
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, records, snapshots, sources, versions
-from healerd.store.db import connect, row
+from healerd.store.db import connect, row, scalar
 from healerd.timeutil import iso
 
 if TYPE_CHECKING:
@@ -111,14 +111,22 @@ class ControlOps:
             out["every_s"] = src["every_s"]
             out["staged_versions"] = [v["version"] for v in versions.staged(self.conn, name)]
             return out
+        # The fleet's status depends on the database alone: while nothing was committed since the
+        # last answer on this thread's connection (SQLite's data_version), that answer still holds.
+        version = scalar(self.conn, "PRAGMA data_version")
+        cached = getattr(self._local, "status", None)
+        if cached is not None and cached[0] == version:
+            return cached[1]
         by_state = sources.state_counts(self.conn)
         m = fixes.metrics(self.conn)
         halt = row(self.conn, "SELECT value FROM daemon_state WHERE key = 'systemic_halt'")
         halt_v = json.loads(halt["value"]) if halt else None
-        return {"sources": RawJSON(sources.status_all_json(self.conn)), "summary": {
+        out = {"sources": RawJSON(sources.status_all_json(self.conn)), "summary": {
             "sources": sum(by_state.values()), "by_state": by_state, "fix_success_rate": m["fix_success_rate"],
             "median_recovery_s": m["median_recovery_s"], "systemic_halt": bool(halt_v),
             "halt_reason": halt_v.get("reason") if halt_v else None}}
+        self._local.status = (version, out)
+        return out
 
     def op_history(self, name: str):
         check_name(name)
@@ -190,7 +198,8 @@ class ControlOps:
         return self._write("resume_healing")
 
     def op_reload(self):
-        return self.daemon.reload_sources()
+        # The same as SIGHUP (config and sources_dir), run by the main loop; answered once it is done.
+        return self.daemon.reload_and_wait()
 
     # -- waiting for actors ----------------------------------------------------------------
     def _wait(self, request_id: str, timeout: float, what: str):
@@ -228,6 +237,11 @@ class ControlOps:
         from healerd.memory import FixMemory
 
         return FixMemory(self.conn).show(id)
+
+    def op_memory_stats(self):
+        from healerd.memory import FixMemory
+
+        return FixMemory(self.conn).global_stats()
 
     def op_memory_forget(self, id: str):
         self._write("memory", "forget", issue_id=id)

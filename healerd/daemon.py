@@ -23,7 +23,7 @@ from healerd.actors.alerter import Alerter
 from healerd.actors.deployer import Deployer
 from healerd.actors.doctor import Doctor
 from healerd.actors.messages import Ping, Tick
-from healerd.actors.registry import ActorRegistry
+from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scheduler import Drain, Scheduler
 from healerd.actors.base import fetch_config
 from healerd.actors.scraper import Scraper
@@ -32,6 +32,7 @@ from healerd.actors.validator import Validator
 from healerd.blueprint import BlueprintError, load_file
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
+from healerd.control.protocol import ControlError
 from healerd.control_ops import ControlOps
 from healerd.ledger import Ledger
 from healerd.sdnotify import notify, watchdog_interval
@@ -41,7 +42,9 @@ from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
 
-SHUTDOWN_BUDGET_S = 8.0
+SHUTDOWN_BUDGET_S = 8.0      # from the stop signal to the actors stopped (the bound is 10 s)
+FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writer to finish what they hold
+SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
@@ -66,6 +69,9 @@ class Daemon:
         self.server = None
         self.ops = ControlOps(self)
         self._reload_lock = threading.Lock()
+        self._reload_waiters: list[list] = []   # `healerctl reload` requests: [Event, result]
+        self._reload_waiters_lock = threading.Lock()
+        self._stop_requested_at: float | None = None
 
     # -- start-up --------------------------------------------------------------------
     def prepare_database(self) -> dict:
@@ -101,19 +107,35 @@ class Daemon:
         reg.set_scrapers([Scraper.start(i, cfg, reg, self.robots) for i in range(cfg.daemon.scrapers)])
 
     def stop_actors(self, budget: float) -> None:
+        """Stop the actors within `budget` seconds, the writer last so every outcome already sent is kept.
+
+        The scheduler drains first (scrapes in flight become due again); the workers that may be
+        busy for long (scrapers, Doctor, Deployer) are stopped together, not one after the other;
+        one still busy at the deadline is left behind (a daemon thread) and its work re-queued.
+        """
         deadline = time.time() + budget
+        workers_deadline = deadline - min(FLUSH_RESERVE_S, budget / 4)   # the writer's flush keeps its share
+        roles = self.registry.roles()
         try:
             self.registry.tell("scheduler", Drain())
         except Exception:
             pass
-        order = ["scheduler"] + ["scraper"] + ["doctor", "deployer", "validator", "alerter", "writer"]
-        for role in order:
-            refs = self.registry.scrapers() if role == "scraper" else [self.registry.roles().get(role)]
-            for ref in refs:
+        waves = [[roles.get("scheduler")],
+                 self.registry.scrapers() + [roles.get("doctor"), roles.get("deployer")],
+                 [roles.get("validator")], [roles.get("alerter")], [roles.get("writer")]]
+        for i, wave in enumerate(waves):
+            until = workers_deadline if i < 2 else deadline
+            futures = []
+            for ref in wave:
                 if ref is None:
                     continue
                 try:
-                    ref.stop(block=True, timeout=max(0.1, deadline - time.time()))
+                    futures.append(ref.stop(block=False))
+                except Exception:
+                    pass
+            for fut in futures:
+                try:
+                    fut.get(timeout=max(0.1, until - time.time()))
                 except Exception:
                     pass  # still busy (a long fetch or heal): its thread is a daemon thread
 
@@ -129,9 +151,20 @@ class Daemon:
                 self.registry.replace_scraper(i, Scraper.start(i, self.config, self.registry, self.robots))
 
     def actors_answer(self, timeout: float = 5.0) -> bool:
+        """True when every core actor answers a Ping within `timeout`; gives up early on a stop request."""
         for role in PINGED_ROLES:
             try:
-                self.registry.get(role).ask(Ping(), timeout=timeout)
+                future = self.registry.get(role).ask(Ping(), block=False)
+                deadline = time.time() + timeout
+                while True:
+                    try:
+                        future.get(timeout=0.2)
+                        break
+                    except pykka.Timeout:
+                        if self._stop.is_set():
+                            return False
+                        if time.time() >= deadline:
+                            raise
             except Exception:
                 log.warning("the %s actor did not answer a watchdog ping", role)
                 return False
@@ -183,7 +216,7 @@ class Daemon:
                      len(out["added"]), len(out["changed"]), len(out["removed"]))
         return out
 
-    def reload(self) -> None:
+    def reload(self) -> dict:
         """SIGHUP: re-read the config (restarting the actors with it) and the sources directory."""
         if self.config_path:
             try:
@@ -198,7 +231,39 @@ class Daemon:
                 self.config = new
                 logging.getLogger().setLevel(getattr(logging, new.daemon.log_level.upper(), logging.INFO))
                 self.start_actors()
-        self.reload_sources()
+                # Requests whose work the old actors held are answered now rather than never.
+                self.waiters.fail_all(Failure(ControlError(
+                    "unavailable", "healerd restarted its actors for a new configuration; try again")))
+        return self.reload_sources()
+
+    def reload_and_wait(self, timeout: float = 25.0) -> dict:
+        """`healerctl reload`: the same reload as SIGHUP, done by the main loop; the sources_dir changes."""
+        slot: list = [threading.Event(), None]
+        with self._reload_waiters_lock:
+            self._reload_waiters.append(slot)
+        if self._stop.is_set():
+            self._answer_reloads(ControlError("unavailable", "healerd is shutting down"))
+        self._reload.set()
+        if not slot[0].wait(timeout):
+            raise TimeoutError(f"the reload did not finish within {timeout:.0f}s; it goes on in the background")
+        if isinstance(slot[1], BaseException):
+            raise slot[1]
+        return slot[1]
+
+    def _answer_reloads(self, result) -> None:
+        with self._reload_waiters_lock:
+            waiting, self._reload_waiters = self._reload_waiters, []
+        for slot in waiting:
+            slot[1] = result
+            slot[0].set()
+
+    def _run_reload(self) -> None:
+        try:
+            result = self.reload()
+        except Exception as exc:
+            log.exception("reload failed")
+            result = exc
+        self._answer_reloads(result)
 
     def _requeue_in_progress(self) -> None:
         conn = open_db(self.db_path)
@@ -210,6 +275,8 @@ class Daemon:
 
     # -- the main loop ------------------------------------------------------------------
     def request_stop(self, *_):
+        if self._stop_requested_at is None:
+            self._stop_requested_at = time.time()
         self._stop.set()
 
     def request_reload(self, *_):
@@ -244,9 +311,9 @@ class Daemon:
                 self._stop.wait(self.config.daemon.tick)
                 now = time.time()
                 self.registry.tell("scheduler", Tick(now))
-                if self._reload.is_set():
+                if self._reload.is_set() and not self._stop.is_set():
                     self._reload.clear()
-                    self.reload()
+                    self._run_reload()
                 if now - last_check >= 1.0:
                     last_check = now
                     self.check_actors()
@@ -259,9 +326,14 @@ class Daemon:
             code = 1
         notify("STOPPING=1")
         log.info("stopping")
+        # Clients waiting on a scrape, a heal or a reload are told now: their work is re-queued below.
+        self.waiters.close(Failure(ControlError(
+            "unavailable", "healerd is shutting down; unfinished work is re-queued for the next start")))
+        self._answer_reloads(ControlError("unavailable", "healerd is shutting down"))
         if self.server:
-            self.server.stop()
-        self.stop_actors(SHUTDOWN_BUDGET_S)
+            self.server.stop(timeout=SOCKET_DRAIN_S)
+        spent = time.time() - (self._stop_requested_at or time.time())
+        self.stop_actors(max(1.0, SHUTDOWN_BUDGET_S - spent))
         self._requeue_in_progress()
         log.info("stopped")
         return code

@@ -144,6 +144,17 @@ class Ledger:
     def set_next_run(self, name: str, at: float) -> None:
         sources.set_next_run(self.conn, name, at)
 
+    def requeue_unfinished(self, dispatched: dict[str, float]) -> None:
+        """Shutdown: a scrape dispatched at `dispatched[name]` whose outcome was never recorded is due again now."""
+        now = self.clock()
+        with self.conn:
+            for name, at in dispatched.items():
+                self.conn.execute(
+                    "UPDATE sources SET next_run_at = ? WHERE name = ? AND (next_run_at IS NULL OR next_run_at > ?) "
+                    "AND EXISTS (SELECT 1 FROM source_health h WHERE h.source_name = sources.name "
+                    "AND max(COALESCE(h.last_success_at, 0), COALESCE(h.last_failure_at, 0)) < ?)",
+                    (now, name, now, at))
+
     # -- scrape outcomes ---------------------------------------------------------------
     def record_scrape(self, o: ScrapeOutcome) -> Effects:
         fx = Effects()
@@ -174,7 +185,7 @@ class Ledger:
         self.conn.execute(
             "UPDATE source_health SET last_success_at = ?, success_count = success_count + 1, consecutive_failures = 0, "
             "last_error = NULL, last_error_type = NULL, failing_since = NULL, host_unresolved_since = NULL, "
-            "last_fingerprint = NULL, item_counts = ?, updated_at = ? WHERE source_name = ?",
+            "last_fingerprint = NULL, deferred_report = NULL, item_counts = ?, updated_at = ? WHERE source_name = ?",
             (now, json.dumps(counts), now, name),
         )
         etag = o.etag if not o.not_modified else src["etag"]
@@ -355,8 +366,11 @@ class Ledger:
                     self.conn.execute("UPDATE task_queue SET state = 'QUARANTINED', completed_at = ? "
                                       "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
                     window = _human_duration(self.config.doctor.attempt_window)
-                    fx.alert("QUARANTINED", name,
-                             f"{used} fix attempts failed in {window}; next try {iso(until)}",
+                    failed = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
+                                                      after=h["attempts_since"], outcomes=fixes.FAILED_OUTCOMES)
+                    spent = (f"{used} fix attempts failed in {window}" if failed == used else
+                             f"{used} fix attempts in {window} ({failed} failed)")
+                    fx.alert("QUARANTINED", name, f"{spent}; next try {iso(until)}",
                              level="error", details={"deferred_report": report, "quarantine_until": iso(until)},
                              state=QUARANTINED)
                 else:
@@ -419,8 +433,8 @@ class Ledger:
         with self.conn:
             prev = versions.promote(self.conn, name, version, validation=validation, now=now)
             if url:
-                self.conn.execute("UPDATE sources SET url = ?, etag = NULL, last_modified = NULL WHERE name = ?",
-                                  (url, name))
+                self.conn.execute("UPDATE sources SET url = ?, host = ?, etag = NULL, last_modified = NULL "
+                                  "WHERE name = ?", (url, sources.host_of(url), name))
             self.conn.execute("UPDATE sources SET next_run_at = ?, etag = NULL, last_modified = NULL WHERE name = ?",
                               (now, name))
         fx.result = {"version": version, "previous": prev}
@@ -441,7 +455,8 @@ class Ledger:
                 raise versions.VersionNotFound(
                     f"version {to} of {name!r} is {v['status']}; only archived versions can be re-promoted "
                     f"(use `healerctl approve` for staged ones)")
-            fx = self.promote(name, to)
+            url = json.loads(v["body"]).get("url")
+            fx = self.promote(name, to, url=url if url and url != sources.get(self.conn, name)["url"] else None)
         return fx
 
     def approve(self, name: str, version: int) -> Effects:

@@ -1,4 +1,4 @@
-"""Logging to stderr, one line per event, secrets masked."""
+"""Logging to stderr, one line per event (tracebacks folded onto it), secrets masked."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ class _MaskingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         from healerd.sanitize import mask_text
 
-        return mask_text(super().format(record))
+        return one_line(mask_text(super().format(record)))
+
+
+def one_line(text: str) -> str:
+    """One event, one line: a traceback or a multi-line message is folded with ' | '."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    first, *rest = text.splitlines() or [""]
+    return " | ".join([first] + [line.strip() for line in rest if line.strip()])
 
 
 def setup(level: str = "INFO") -> None:

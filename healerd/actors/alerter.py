@@ -55,8 +55,10 @@ class AlertDeduper:
 
 
 def format_line(alert: dict) -> str:
+    """The stderr line of an alert: always one line."""
     src = alert.get("source") or "-"
-    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {alert['event']}: {alert['message']}"
+    message = " ".join(str(alert["message"]).splitlines())
+    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {alert['event']}: {message}"
 
 
 class _Webhook(threading.Thread):
@@ -136,7 +138,10 @@ class Alerter(pykka.ThreadingActor):
         }
         self.fh.write(json.dumps(alert, ensure_ascii=False, default=str) + "\n")
         self.fh.flush()
-        print(format_line(alert), file=sys.stderr, flush=True)
+        # One write call: print() writes the text and the newline apart, and a log line from
+        # another thread could land between them.
+        sys.stderr.write(format_line(alert) + "\n")
+        sys.stderr.flush()
         self.registry.write_later("insert_alert", alert, now)
         if self.webhook:
             self.webhook.submit(alert)
