@@ -17,6 +17,7 @@ from healerd.timeutil import parse_duration
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
 LADDER_RUNGS = ("memory", "builtin", "external")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class ConfigError(ValueError):
@@ -169,6 +170,11 @@ def _check(cfg: Config) -> None:
     bad = [r for r in cfg.doctor.ladder if r not in LADDER_RUNGS]
     if bad:
         raise ConfigError(f"[doctor] ladder: unknown rung {bad[0]!r} (known: {', '.join(LADDER_RUNGS)})")
+    twice = sorted({r for r in cfg.doctor.ladder if cfg.doctor.ladder.count(r) > 1})
+    if twice:
+        raise ConfigError(f"[doctor] ladder: the rung {twice[0]!r} appears more than once")
+    if str(cfg.daemon.log_level).upper() not in LOG_LEVELS:
+        raise ConfigError(f"[daemon] log_level: expected one of {', '.join(LOG_LEVELS)}, got {cfg.daemon.log_level!r}")
     if cfg.healer.kind not in ("code-healer", "openai"):
         raise ConfigError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {cfg.healer.kind!r}")
     if cfg.daemon.scrapers < 1:

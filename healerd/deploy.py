@@ -114,7 +114,10 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
     if last_good is not None:
         if isinstance(last_good, list) and isinstance(data, list) and last_good:
             old, new = len(last_good), len(data)
-            if new < max(1, old // 2) or new > old * 3 + 5:
+            # The page really changed size when the production parser finds as many items on it.
+            resized = (production_ex is not None and isinstance(production_ex.data, list)
+                       and len(production_ex.data) == new)
+            if not resized and (new < max(1, old // 2) or new > old * 3 + 5):
                 problems.append(f"item count {new} is implausible against the last good {old}")
         for name in candidate.fields:
             before = _dominant_shape(_field_values(last_good, name))
@@ -134,6 +137,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
             if isinstance(production_ex.data, list) and isinstance(data, list) and len(old_vals) != len(new_vals):
                 continue  # a different item set; the count check above judges it
             if old_vals != new_vals:
+                if last_good is not None and new_vals == _field_values(last_good, name):
+                    continue  # production drifted onto other content; the candidate gives back the last good values
                 problems.append(f"{name} worked under production and changes under the candidate")
 
     if problems:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import html as htmllib
 import re
 from urllib.parse import urljoin, urlsplit
 
@@ -64,7 +65,7 @@ def relocation_candidates(old_url: str, sitemap_xml: str | None, pages: list[tup
 
     if sitemap_xml:
         for loc in re.findall(r"<loc>\s*([^<\s]+)\s*</loc>", sitemap_xml, flags=re.I)[:5000]:
-            consider(loc.strip())
+            consider(htmllib.unescape(loc.strip()))  # XML escapes & as &amp;
     for base, html in pages:
         if not html:
             continue

@@ -263,7 +263,7 @@ def diff_signature(diff_text: str) -> str:
     removed: set[str] = set()
     added: set[str] = set()
     for line in diff_text.splitlines():
-        if line.startswith(("---", "+++")) or not line[:1] in ("-", "+"):
+        if line.startswith(("---", "+++")) or line[:1] not in ("-", "+"):
             continue
         body = line[1:]
         if body.startswith("... diff truncated"):

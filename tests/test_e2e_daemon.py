@@ -7,7 +7,8 @@ import time
 
 import apsw
 
-from sitepages import CHALLENGE, listing_empty, listing_v1, write_blueprint
+from conftest import FAST_CONFIG
+from sitepages import CHALLENGE, LISTING_BP, listing_empty, listing_v1, write_blueprint
 
 STATUS_KEYS = {"name", "url", "state", "version", "last_success_at", "last_failure_at", "failure_count",
                "fix_attempts_24h", "quarantine_until", "paused", "next_run_at", "last_error"}
@@ -151,14 +152,18 @@ def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory
 def test_kill9_and_restart_shows_the_same_state(site, daemon_factory, tmp_path):
     site.page("/a", listing_v1())
     site.page("/b", listing_empty())
-    d = daemon_factory().start()
+    # Nothing runs by itself (hourly schedule, no healing): the state is what the commands made it.
+    cfg = FAST_CONFIG.replace("[doctor]", "[doctor]\nenabled = false")
+    d = daemon_factory(cfg).start()
+    hourly = {**LISTING_BP, "every": "1h"}
     for name, path in (("a", "/a"), ("b", "/b")):
-        assert d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", site.url(path))).returncode == 0
+        bp = write_blueprint(tmp_path / f"{name}.json", site.url(path), hourly)
+        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
         d.ctl("run", name)
     d.ctl("pause", "a")
     before = {s["name"]: s for s in d.ctl_json("status")}
     d.kill9()
-    d2 = daemon_factory(sub="d")
+    d2 = daemon_factory(cfg, sub="d")
     d2.start()
     after = {s["name"]: s for s in d2.ctl_json("status")}
     for name in before:

@@ -35,12 +35,18 @@ from healerd.ledger import HALT_KEY
 from healerd.sanitize import mask_text
 from healerd.store import fixes, snapshots, sources, versions
 from healerd.store.db import row, scalar
+from healerd.timeutil import iso
 from healerd.validate import validate
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.doctor")
 
 DIFF_KEPT_LINES = 200   # of the structural diff, kept with each fix attempt for `healerctl diff`
+
+
+def rung_of(tried_entry: str) -> str:
+    """The rung a `tried` line is about: "external cycle 2: timeout: ..." -> "external"."""
+    return (tried_entry.split(":", 1)[0].split() or ["none"])[0]
 
 
 class Doctor(ServiceActor):
@@ -154,14 +160,14 @@ class Doctor(ServiceActor):
             return self._result(name, "promoted", reason, outcome["strategy"], outcome["version"])
 
         final = outcome["outcome"] if outcome else "rejected"
-        strategy = outcome["strategy"] if outcome else (tried[-1].split(":", 1)[0] if tried else "none")
+        strategy = outcome["strategy"] if outcome else (rung_of(tried[-1]) if tried else "none")
         reason = "; ".join(tried) or "no strategy produced a candidate"
         missing = (outcome or {}).get("missing_fields") or []
         staged = [v["version"] for v in versions.staged(self.conn, name)]
         report = deferred_report(name=name, error_type=ctx.error_type, last_error=ctx.error_message,
                                  attempts=[{"at": p["at"], "strategy": p["strategy"], "outcome": p["outcome"],
                                             "reason": p["reason"]} for p in previous] +
-                                          [{"at": "now", "strategy": strategy, "outcome": final, "reason": reason}],
+                                          [{"at": iso(time.time()), "strategy": strategy, "outcome": final, "reason": reason}],
                                  tried=tried, missing_fields=missing, staged_versions=staged,
                                  external_configured=bool(self.config.healer.url))
         self.registry.write("record_fix", name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
@@ -269,7 +275,7 @@ class Doctor(ServiceActor):
             last = dict(last)
             last["outcome"] = "rejected" if last["outcome"] not in ("error",) else "error"
         else:
-            last = {"outcome": "rejected", "strategy": tried[-1].split(":", 1)[0] if tried else "none",
+            last = {"outcome": "rejected", "strategy": rung_of(tried[-1]) if tried else "none",
                     "reason": "; ".join(tried), "version": None}
         last["missing_fields"] = missing
         return last

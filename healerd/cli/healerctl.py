@@ -902,6 +902,23 @@ def memory_forget(ctx, issue_id, socket_path):
     click.echo(f"forgot {r.get('forgotten', issue_id)}")
 
 
+@memory.command("stats")
+@json_option
+@socket_option
+@click.pass_context
+def memory_stats(ctx, as_json, socket_path):
+    """Show how the fix memory is used.
+
+    Searches, issues submitted and resolved, activity in the last 24 hours, and the
+    most used issues.
+    """
+    r = _call(ctx, _memory_socket(ctx, socket_path), "memory_stats")
+    if as_json:
+        _print_json(r)
+        return
+    _print_mapping(r)
+
+
 def main() -> None:
     try:
         cli(prog_name="healerctl")

@@ -35,7 +35,8 @@ Ops (args -> result):
   reload {} -> {"added", "changed", "removed"}
   resume_healing {} -> {"systemic_halt": false}
   memory_list {} -> list of issue summaries; memory_show {"id"} -> one issue;
-  memory_forget {"id"} -> {"forgotten": id}
+  memory_forget {"id"} -> {"forgotten": id}; memory_stats {} -> the memory's usage statistics
+  diff also carries "fix_at" when the source is not failing and the diff is its last fix attempt's
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         details[name] = _detail(status, cand, runner, why, after, spec)
 
     # fields whose value changed but whose old node was shared with a found field follow it
-    for name, (status, cand, why) in list(decisions.items()):
+    for name, (status, _cand, _why) in list(decisions.items()):
         if status != "gone":
             continue
         for p in partners[name]:
@@ -173,7 +173,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     new_fields = dict(bp.fields)
     changed: dict[str, str] = {}
     selector_for_node: dict[tuple[int, str | None], str | None] = {}
-    for name, (status, cand, why) in decisions.items():
+    for name, (status, cand, _why) in decisions.items():
         if status != "healed" or cand is None:
             continue
         spec = bp.fields[name]
@@ -560,7 +560,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint) -> tuple[list[in
     # (css_first picks the first match, so nested records are fine)
     per_record: dict[int, list[tuple[int, int]]] = {}
     for a, recs in spans.items():
-        for r, (lo, hi, names) in recs.items():
+        for r, (_lo, hi, names) in recs.items():
             if all(hi < olo for o, (olo, _, _) in recs.items() if o != r):
                 per_record.setdefault(r, []).append((a, len(names)))
     if not per_record:

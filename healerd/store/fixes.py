@@ -12,6 +12,7 @@ from healerd.store.db import row, rows, scalar
 from healerd.timeutil import iso
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
+FAILED_OUTCOMES = ("rejected", "error")
 
 
 def record(conn: apsw.Connection, *, source_name: str, error_type: str, strategy: str, outcome: str, reason: str,
@@ -33,14 +34,14 @@ def record(conn: apsw.Connection, *, source_name: str, error_type: str, strategy
 
 
 def attempts_in_window(conn: apsw.Connection, name: str, window_s: float, now: float | None = None,
-                       after: float | None = None) -> int:
+                       after: float | None = None, outcomes: tuple[str, ...] = COUNTED_OUTCOMES) -> int:
     """Attempts that spent budget (not 'declined') in the window, and after `after` (an unquarantine resets)."""
     now = time.time() if now is None else now
     since = now - window_s
     if after is not None:
         since = max(since, after)
     return scalar(conn, "SELECT count(*) FROM fix_history WHERE source_name = ? AND created_at > ? AND outcome IN "
-                        f"({','.join('?' * len(COUNTED_OUTCOMES))})", (name, since, *COUNTED_OUTCOMES)) or 0
+                        f"({','.join('?' * len(outcomes))})", (name, since, *outcomes)) or 0
 
 
 def recent(conn: apsw.Connection, name: str, limit: int = 10, since: float | None = None) -> list[dict]:
