@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -166,8 +167,13 @@ def story(n: Narrator, site: DemoSite) -> None:
           f"fix success rate {summary['fix_success_rate']}, median recovery {summary['median_recovery_s']}s.")
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = False) -> int:
-    base = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="healerd-demo-"))
+    # absolute: the daemon runs with cwd=base, so a relative --state-dir would point elsewhere for it
+    base = Path(state_dir).resolve() if state_dir else Path(tempfile.mkdtemp(prefix="healerd-demo-"))
     base.mkdir(parents=True, exist_ok=True)
     state = base / "state"
     sock = str(base / "healerd.sock")
@@ -183,6 +189,8 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
                                  str(state), "--socket", sock], cwd=str(base), env=env, stdout=log, stderr=log)
     narrator = Narrator(sock)
     code = 0
+    # SIGTERM ends the demo like Ctrl-C does, so the daemon child is stopped rather than orphaned
+    previous_term = signal.signal(signal.SIGTERM, _interrupt)
     try:
         deadline = time.time() + 20
         while True:
@@ -193,7 +201,7 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
                 break
             except Exception:
                 if time.time() > deadline:
-                    raise StoryFailed(f"the daemon did not come up; see {log_path}")
+                    raise StoryFailed(f"the daemon did not come up; see {log_path}") from None
                 time.sleep(0.1)
         story(narrator, site)
         if keep_running:
@@ -222,4 +230,8 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
             except subprocess.TimeoutExpired:
                 proc.kill()
         site.stop()
+        signal.signal(signal.SIGTERM, previous_term)
+        if state_dir is None and code == 0 and not keep_running:
+            shutil.rmtree(base, ignore_errors=True)
+            print("healerd demo: temporary state removed (--state-dir DIR keeps it)", flush=True)
     return code
