@@ -1,0 +1,263 @@
+"""Control-plane latency with a large fleet: `status` over the socket and a whole `healerctl status --json`.
+
+    python bench/control.py [--sources 10000] [--requests 200] [--processes 20] [--mode future|paused]
+
+1. A state dir in a temporary directory gets --sources sources registered in one
+   transaction with the store's own `sources.add` (each: its source row, an ACTIVE
+   health row, production version 1, the 'register' event). With --mode future
+   (the default) every source is scheduled 30 days ahead (every = 1d); with
+   --mode paused every source is paused. Either way the daemon scrapes nothing
+   while it is measured; the output says which.
+2. The real daemon (`healerd run --config ... --state-dir ... --socket ...`) starts
+   as a subprocess; the bench waits for its socket to answer `ping`.
+3. (a) --requests `status` requests over the socket with healerd.control.client.call
+   (connect, request, read and decode the whole answer): p50/p99/max in ms; the same
+   requests read as bytes only (the answer received, not decoded: the daemon's share);
+   json.loads of one answer alone (the client's share); and `status NAME` of one
+   source; (b) --processes whole `healerctl status --json` processes (start, request,
+   print), wall time p50/p99/max, and the size of the JSON they print.
+
+The target is p99 < 50 ms for `status` over the socket (judged on client.call, the
+decoded answer). Prints a table and, as its last line, one JSON object with the
+figures. The load of the machine (os.getloadavg) is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from healerd.blueprint import Blueprint, FieldSpec
+from healerd.control import client, protocol
+from healerd.store import sources
+from healerd.store.db import db_path, open_db
+
+TARGET_P99_MS = 50.0
+CONFIG = """
+[daemon]
+log_level = "WARNING"
+[fetch]
+respect_robots = false
+"""
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def bin_cmd(name: str) -> list[str]:
+    """The installed console script next to this interpreter, else on PATH, else the module."""
+    script = Path(sys.executable).parent / name
+    if script.exists():
+        return [str(script)]
+    found = shutil.which(name)
+    if found:
+        return [found]
+    return [sys.executable, "-m", "healerd" if name == "healerd" else "healerd.cli.healerctl"]
+
+
+def build_state(state_dir: Path, n: int, mode: str) -> float:
+    """Register n sources in one transaction; returns the seconds it took."""
+    conn = open_db(db_path(state_dir))
+    t0 = time.perf_counter()
+    now = time.time()
+    later = now + 30 * 86400
+    try:
+        with conn:
+            for i in range(n):
+                bp = Blueprint(fields={"title": FieldSpec("title", "h1"), "price": FieldSpec("price", ".price", "float")},
+                               url=f"http://127.0.0.1:9/shop/item-{i}", every=86400.0,
+                               items=None)
+                name = f"src-{i:05d}"
+                sources.add(conn, name, bp, origin="cli", now=now, first_run_at=later)
+                if mode == "paused":
+                    conn.execute("UPDATE sources SET paused = 1 WHERE name = ?", (name,))
+        count = conn.execute("SELECT count(*) FROM sources").fetchall()[0][0]
+        if count != n:
+            raise RuntimeError(f"registered {count} sources, wanted {n}")
+    finally:
+        conn.close()
+    return time.perf_counter() - t0
+
+
+def wait_for_socket(proc: subprocess.Popen, sock: str, log_path: Path, timeout: float = 60.0) -> float:
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"healerd exited with {proc.returncode}:\n{log_path.read_text(errors='replace')[-3000:]}")
+        try:
+            client.call(sock, "ping", timeout=5)
+            return time.perf_counter() - t0
+        except client.DaemonUnreachable:
+            time.sleep(0.05)
+    raise RuntimeError(f"healerd did not answer on {sock} within {timeout:g}s:\n"
+                       f"{log_path.read_text(errors='replace')[-3000:]}")
+
+
+def time_calls(sock: str, op: str, args: dict, times: int) -> tuple[list[float], object]:
+    out, last = [], None
+    for _ in range(times):
+        t0 = time.perf_counter()
+        last = client.call(sock, op, args, timeout=60)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out, last
+
+
+def raw_call(sock_path: str, op: str, args: dict, timeout: float = 60.0) -> bytes:
+    """One request; the answer's payload as bytes, not decoded (connect, send, read the whole frame)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(sock_path)
+        s.sendall(protocol.encode({"op": op, "args": args}))
+        buf = bytearray()
+        need = protocol.HEADER.size
+        length = None
+        while len(buf) < need:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                raise EOFError("the daemon closed the connection early")
+            buf += chunk
+            if length is None and len(buf) >= protocol.HEADER.size:
+                length = protocol.HEADER.unpack(bytes(buf[:protocol.HEADER.size]))[0]
+                need = protocol.HEADER.size + length
+        return bytes(buf[protocol.HEADER.size:])
+    finally:
+        s.close()
+
+
+def time_raw(sock: str, op: str, args: dict, times: int) -> tuple[list[float], bytes]:
+    out, last = [], b""
+    for _ in range(times):
+        t0 = time.perf_counter()
+        last = raw_call(sock, op, args)
+        out.append((time.perf_counter() - t0) * 1000)
+    if not last.startswith(b'{"ok":true'):
+        raise RuntimeError(f"unexpected answer: {last[:200]!r}")
+    return out, last
+
+
+def time_decode(payload: bytes, times: int) -> list[float]:
+    out = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        json.loads(payload.decode("utf-8"))
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def time_processes(sock: str, times: int) -> tuple[list[float], int]:
+    cmd = bin_cmd("healerctl") + ["--socket", sock, "status", "--json"]
+    env = {k: v for k, v in os.environ.items() if k != "HEALERD_SOCKET"}
+    out, size = [], 0
+    for _ in range(times):
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, env=env, timeout=120)
+        out.append((time.perf_counter() - t0) * 1000)
+        if r.returncode != 0:
+            raise RuntimeError(f"healerctl status --json exited {r.returncode}: {r.stderr.decode(errors='replace')}")
+        size = len(r.stdout)
+    return out, size
+
+
+def figures(ms: list[float]) -> dict:
+    return {"p50_ms": round(statistics.median(ms), 2), "p99_ms": round(percentile(ms, 99), 2),
+            "max_ms": round(max(ms), 2), "n": len(ms)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--sources", type=int, default=10_000)
+    ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--processes", type=int, default=20)
+    ap.add_argument("--mode", choices=["future", "paused"], default="future",
+                    help="keep the fleet idle by scheduling it 30 days ahead (future) or by pausing it")
+    args = ap.parse_args(argv)
+    if min(args.sources, args.requests, args.processes) < 1:
+        ap.error("--sources, --requests and --processes must be at least 1")
+
+    with tempfile.TemporaryDirectory(prefix="healerd-bench-ctl-") as tmp:
+        tmpd = Path(tmp)
+        state = tmpd / "state"
+        sock = str(tmpd / "healerd.sock")
+        cfg = tmpd / "healerd.toml"
+        cfg.write_text(CONFIG)
+        build_s = build_state(state, args.sources, args.mode)
+        idle = ("all scheduled 30 days ahead (every 1d)" if args.mode == "future" else "all paused")
+        print(f"state: {args.sources} sources registered in one transaction in {build_s:.2f}s; {idle}")
+
+        log_path = tmpd / "daemon.log"
+        with open(log_path, "wb") as log_fh:
+            proc = subprocess.Popen(bin_cmd("healerd") + ["run", "--config", str(cfg), "--state-dir", str(state),
+                                                          "--socket", sock],
+                                    cwd=tmp, stdout=log_fh, stderr=subprocess.STDOUT)
+            try:
+                up_s = wait_for_socket(proc, sock, log_path)
+                print(f"daemon: pid {proc.pid}, answering on its socket {up_s:.2f}s after start")
+                # Warm up: the control thread's read connection, SQLite's page cache.
+                warm, first = time_calls(sock, "status", {}, 3)
+                got = len(first["sources"])
+                if got != args.sources:
+                    raise RuntimeError(f"status listed {got} sources, wanted {args.sources}")
+                load_before = os.getloadavg()
+                socket_ms, _ = time_calls(sock, "status", {}, args.requests)
+                raw_ms, payload = time_raw(sock, "status", {}, args.requests)
+                socket_bytes = len(payload)
+                decode_ms = time_decode(payload, min(args.requests, 50))
+                one_ms, _ = time_calls(sock, "status", {"name": f"src-{args.sources // 2:05d}"}, args.requests)
+                proc_ms, proc_bytes = time_processes(sock, args.processes)
+                busy = client.call(sock, "status", {})["summary"]
+                load_after = os.getloadavg()
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+    sock_f, one_f, proc_f = figures(socket_ms), figures(one_ms), figures(proc_ms)
+    raw_f, dec_f = figures(raw_ms), figures(decode_ms)
+    print(f"\nfirst (cold) status over the socket: {warm[0]:.1f} ms; by state at the end: {busy['by_state']}")
+    print(f"machine load average (1 min) before / after the measurements: {load_before[0]:.2f} / "
+          f"{load_after[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"\n{'measurement':<44} {'n':>5} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
+    for label, f in ((f"status over the socket ({args.sources} sources)", sock_f),
+                     ("  of which: the answer received (bytes)", raw_f),
+                     ("  of which: json.loads of the answer", dec_f),
+                     ("status NAME over the socket (one source)", one_f),
+                     ("healerctl status --json (whole process)", proc_f)):
+        print(f"{label:<44} {f['n']:>5} {f['p50_ms']:>9.2f} {f['p99_ms']:>9.2f} {f['max_ms']:>9.2f}")
+    verdict = "met" if sock_f["p99_ms"] < TARGET_P99_MS else "MISSED"
+    print(f"\nstatus answer: {socket_bytes / 1e6:.2f} MB of JSON over the socket; healerctl status --json prints "
+          f"{proc_bytes / 1e6:.2f} MB")
+    print(f"target p99 < {TARGET_P99_MS:g} ms for status over the socket (decoded, client.call): {verdict}; "
+          f"answer received as bytes: {'met' if raw_f['p99_ms'] < TARGET_P99_MS else 'MISSED'}")
+    print(json.dumps({"sources": args.sources, "idle": args.mode,
+                      "status_socket_p50_ms": sock_f["p50_ms"], "status_socket_p99_ms": sock_f["p99_ms"],
+                      "status_socket_max_ms": sock_f["max_ms"],
+                      "status_bytes_p50_ms": raw_f["p50_ms"], "status_bytes_p99_ms": raw_f["p99_ms"],
+                      "client_decode_p50_ms": dec_f["p50_ms"],
+                      "status_one_p50_ms": one_f["p50_ms"], "status_one_p99_ms": one_f["p99_ms"],
+                      "healerctl_p50_ms": proc_f["p50_ms"], "healerctl_p99_ms": proc_f["p99_ms"],
+                      "healerctl_max_ms": proc_f["max_ms"],
+                      "status_json_bytes": proc_bytes, "socket_answer_bytes": socket_bytes,
+                      "target_p99_met": sock_f["p99_ms"] < TARGET_P99_MS,
+                      "load_avg_1m": round(load_after[0], 2)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
