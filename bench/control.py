@@ -11,9 +11,12 @@
 2. The real daemon (`healerd run --config ... --state-dir ... --socket ...`) starts
    as a subprocess; the bench waits for its socket to answer `ping`.
 3. (a) --requests `status` requests over the socket with healerd.control.client.call
-   (connect, request, read and decode the whole answer): p50/p99/max in ms; the same
+   (connect, request, read and decode the whole answer), in the table form healerctl asks
+   for ({"table": true}): p50/p99/max in ms; the same with a small commit to the database
+   before each request (untimed), so the daemon cannot reuse its previous answer, as on a
+   busy daemon; the same in the object form; the same
    requests read as bytes only (the answer received, not decoded: the daemon's share);
-   json.loads of one answer alone (the client's share); and `status NAME` of one
+   decoding one answer alone (protocol.decode, the client's share); and `status NAME` of one
    source; (b) --processes whole `healerctl status --json` processes (start, request,
    print), wall time p50/p99/max, and the size of the JSON they print.
 
@@ -25,6 +28,7 @@ figures. The load of the machine (os.getloadavg) is printed with them.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -42,6 +46,7 @@ from healerd.store import sources
 from healerd.store.db import db_path, open_db
 
 TARGET_P99_MS = 50.0
+TABLE = {"table": True}   # the status request healerctl sends: the fleet as columns and rows
 CONFIG = """
 [daemon]
 log_level = "WARNING"
@@ -106,13 +111,21 @@ def wait_for_socket(proc: subprocess.Popen, sock: str, log_path: Path, timeout: 
                        f"{log_path.read_text(errors='replace')[-3000:]}")
 
 
-def time_calls(sock: str, op: str, args: dict, times: int) -> tuple[list[float], object]:
-    out, last = [], None
-    for _ in range(times):
+def time_calls(sock: str, op: str, args: dict, times: int, before=None) -> tuple[list[float], object]:
+    """Wall ms of each call, and the first answer. Like healerctl, which asks once per process,
+    the bench holds no earlier answer while it times the next one: a 10,000-row answer kept
+    alive makes every later collector pass walk its ~130k objects inside the next timing."""
+    out, first = [], None
+    for i in range(times):
+        if before is not None:
+            before()   # untimed
         t0 = time.perf_counter()
-        last = client.call(sock, op, args, timeout=60)
+        answer = client.call(sock, op, args, timeout=60)
         out.append((time.perf_counter() - t0) * 1000)
-    return out, last
+        if i == 0:
+            first = answer
+        del answer
+    return out, first
 
 
 def raw_call(sock_path: str, op: str, args: dict, timeout: float = 60.0) -> bytes:
@@ -149,11 +162,19 @@ def time_raw(sock: str, op: str, args: dict, times: int) -> tuple[list[float], b
     return out, last
 
 
+def commit_touch(conn) -> None:
+    """One small commit to the daemon's database (a key of the bench's own): SQLite's
+    data_version moves, so the daemon must rebuild its next status answer."""
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO daemon_state (key, value) VALUES ('bench_touch', ?)",
+                     (json.dumps(time.time()),))
+
+
 def time_decode(payload: bytes, times: int) -> list[float]:
     out = []
     for _ in range(times):
         t0 = time.perf_counter()
-        json.loads(payload.decode("utf-8"))
+        protocol.decode(payload)   # what the client does with a frame: json.loads, collector paused
         out.append((time.perf_counter() - t0) * 1000)
     return out
 
@@ -207,13 +228,21 @@ def main(argv: list[str] | None = None) -> int:
                 up_s = wait_for_socket(proc, sock, log_path)
                 print(f"daemon: pid {proc.pid}, answering on its socket {up_s:.2f}s after start")
                 # Warm up: the control thread's read connection, SQLite's page cache.
-                warm, first = time_calls(sock, "status", {}, 3)
-                got = len(first["sources"])
+                warm, first = time_calls(sock, "status", TABLE, 3)
+                got = len(first["rows"])
                 if got != args.sources:
                     raise RuntimeError(f"status listed {got} sources, wanted {args.sources}")
+                del first
+                gc.collect()
                 load_before = os.getloadavg()
-                socket_ms, _ = time_calls(sock, "status", {}, args.requests)
-                raw_ms, payload = time_raw(sock, "status", {}, args.requests)
+                socket_ms, _ = time_calls(sock, "status", TABLE, args.requests)
+                # The daemon reuses its answer while nothing was committed (the fleet above is idle);
+                # here a commit lands before every request, as on a busy daemon, so each is rebuilt.
+                touch = open_db(db_path(str(state)))
+                fresh_ms, _ = time_calls(sock, "status", TABLE, args.requests, before=lambda: commit_touch(touch))
+                touch.close()
+                objects_ms, _ = time_calls(sock, "status", {}, args.requests)
+                raw_ms, payload = time_raw(sock, "status", TABLE, args.requests)
                 socket_bytes = len(payload)
                 decode_ms = time_decode(payload, min(args.requests, 50))
                 one_ms, _ = time_calls(sock, "status", {"name": f"src-{args.sources // 2:05d}"}, args.requests)
@@ -229,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                     proc.wait()
 
     sock_f, one_f, proc_f = figures(socket_ms), figures(one_ms), figures(proc_ms)
+    obj_f, fresh_f = figures(objects_ms), figures(fresh_ms)
     raw_f, dec_f = figures(raw_ms), figures(decode_ms)
     print(f"\nfirst (cold) status over the socket: {warm[0]:.1f} ms; by state at the end: {busy['by_state']}")
     print(f"machine load average (1 min) before / after the measurements: {load_before[0]:.2f} / "
@@ -236,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'measurement':<44} {'n':>5} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}")
     for label, f in ((f"status over the socket ({args.sources} sources)", sock_f),
                      ("  of which: the answer received (bytes)", raw_f),
-                     ("  of which: json.loads of the answer", dec_f),
+                     ("  of which: decoding the answer", dec_f),
+                     ("status rebuilt (a commit before each)", fresh_f),
+                     ("status as objects (without table)", obj_f),
                      ("status NAME over the socket (one source)", one_f),
                      ("healerctl status --json (whole process)", proc_f)):
         print(f"{label:<44} {f['n']:>5} {f['p50_ms']:>9.2f} {f['p99_ms']:>9.2f} {f['max_ms']:>9.2f}")
@@ -250,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                       "status_socket_max_ms": sock_f["max_ms"],
                       "status_bytes_p50_ms": raw_f["p50_ms"], "status_bytes_p99_ms": raw_f["p99_ms"],
                       "client_decode_p50_ms": dec_f["p50_ms"],
+                      "status_rebuilt_p50_ms": fresh_f["p50_ms"], "status_rebuilt_p99_ms": fresh_f["p99_ms"],
+                      "status_objects_p50_ms": obj_f["p50_ms"], "status_objects_p99_ms": obj_f["p99_ms"],
                       "status_one_p50_ms": one_f["p50_ms"], "status_one_p99_ms": one_f["p99_ms"],
                       "healerctl_p50_ms": proc_f["p50_ms"], "healerctl_p99_ms": proc_f["p99_ms"],
                       "healerctl_max_ms": proc_f["max_ms"],

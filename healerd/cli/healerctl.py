@@ -424,8 +424,8 @@ def status(ctx, name, as_json, socket_path):
         else:
             _print_detail(r)
         return
-    r = _call(ctx, socket_path, "status", {})
-    sources = r.get("sources") or []
+    r = _call(ctx, socket_path, "status", {"table": True})
+    sources = _status_objects(r)
     if as_json:
         _print_json(sources)
         return
@@ -917,6 +917,14 @@ def memory_stats(ctx, as_json, socket_path):
         _print_json(r)
         return
     _print_mapping(r)
+
+
+def _status_objects(answer: dict) -> list[dict]:
+    """The fleet's status objects from a `status` answer, in its table form or as objects."""
+    if "rows" in answer:
+        keys = answer.get("columns") or []
+        return [dict(zip(keys, r)) for r in answer["rows"] or []]
+    return answer.get("sources") or []
 
 
 def main() -> None:

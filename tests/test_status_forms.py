@@ -1,0 +1,74 @@
+"""The fleet's status in its three forms agrees: Python objects, SQLite-built objects, and rows.
+
+`healerctl status` asks the daemon for the table form (columns + rows) because it is less
+than half the bytes of the object form at 10,000 sources; all three must carry the same
+values, with paused a JSON boolean, times as UTC ISO text and next_run_at null where the
+source is not scheduled.
+"""
+
+from __future__ import annotations
+
+import json
+
+from healerd import lifecycle
+from healerd.blueprint import Blueprint, FieldSpec
+from healerd.store import sources
+from healerd.store.db import open_db
+
+
+def _fleet(tmp_path):
+    conn = open_db(str(tmp_path / "healerd.db"))
+    bp = Blueprint(fields={"title": FieldSpec("title", "h1")}, url="http://127.0.0.1:9/page")
+    for i, name in enumerate(("alpha", "beta", "gamma", "delta")):
+        sources.add(conn, name, bp, now=1_700_000_000.0 + i)
+    sources.set_paused(conn, "beta", True, now=1_700_000_100.0)
+    lifecycle.fire(conn, lifecycle.make_model("gamma"), "fail", reason="SCHEMA_MISMATCH", at=1_700_000_200.0)
+    lifecycle.fire(conn, lifecycle.make_model("delta"), "die", reason="gone", at=1_700_000_300.0)
+    with conn:
+        sources.set_health(conn, "gamma", last_error='price: "N/A" is not a number', failure_count=2,
+                           last_failure_at=1_700_000_200.0)
+    return conn
+
+
+def test_object_and_table_forms_match_status_all(tmp_path):
+    conn = _fleet(tmp_path)
+    expected = sources.status_all(conn)
+    objects = json.loads(sources.status_all_json(conn))
+    rows = json.loads(sources.status_all_json(conn, table=True))
+    assert objects == expected
+    assert [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in rows] == expected
+    by_name = {o["name"]: o for o in expected}
+    assert [o["name"] for o in expected] == ["alpha", "beta", "delta", "gamma"]
+    assert by_name["beta"]["paused"] is True and by_name["beta"]["next_run_at"] is None
+    assert by_name["alpha"]["paused"] is False and by_name["alpha"]["next_run_at"].endswith("Z")
+    assert by_name["gamma"]["state"] == "DEGRADED" and by_name["gamma"]["last_error"] == 'price: "N/A" is not a number'
+    assert by_name["gamma"]["last_failure_at"] == "2023-11-14T22:16:40Z"
+    assert by_name["delta"]["state"] == "DEAD" and by_name["delta"]["next_run_at"] is None
+    conn.close()
+
+
+def test_empty_fleet_is_an_empty_array_in_both_forms(tmp_path):
+    conn = open_db(str(tmp_path / "healerd.db"))
+    assert sources.status_all_json(conn) == "[]"
+    assert sources.status_all_json(conn, table=True) == "[]"
+    conn.close()
+
+
+def test_large_payload_decodes_with_the_collector_restored(tmp_path):
+    import gc
+
+    import pytest
+
+    from healerd.control import protocol
+
+    rows = [[f"src-{i:05d}", "http://127.0.0.1/p", "ACTIVE", 1, None, None, 0, 0, None, False, None, None]
+            for i in range(3000)]
+    big = json.dumps({"ok": True, "result": {"columns": list(sources.STATUS_KEYS), "rows": rows}}).encode()
+    assert len(big) > protocol.GC_PAUSE_BYTES
+    assert gc.isenabled()
+    assert protocol.decode(big)["result"]["rows"][2999][0] == "src-02999"
+    assert gc.isenabled()
+    # A broken large payload is a clear error, and the collector is back on after it too.
+    with pytest.raises(protocol.ControlError, match="not JSON"):
+        protocol.decode(big[:-10])
+    assert gc.isenabled()
