@@ -147,8 +147,12 @@ def _str_map(value: Any, key: str) -> dict[str, str]:
     return dict(value)
 
 
-def from_dict(data: Any, url: str | None = None, require_url: bool = False) -> Blueprint:
-    """Build and check a Blueprint from its dict form. `url` overrides the file's."""
+def from_dict(data: Any, url: str | None = None, require_url: bool = False, check_parser: bool = True) -> Blueprint:
+    """Build and check a Blueprint from its dict form. `url` overrides the file's.
+
+    A `parser` is checked the way the sandbox checks it before it runs (allowed imports, no
+    forbidden names), so a parser that would be refused at every scrape is refused here, once.
+    `check_parser=False` is for blueprints read back from the store, checked when they came in."""
     if not isinstance(data, dict):
         raise BlueprintError("", "a blueprint must be a table/object at the top level")
     unknown = sorted(set(data) - _TOP_KEYS)
@@ -171,6 +175,13 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False) -> B
     parser = data.get("parser")
     if parser is not None and (not isinstance(parser, str) or "def parse" not in parser):
         raise BlueprintError("parser", "expected Python source defining parse(html)")
+    if parser is not None and check_parser:
+        from healerd.heal.sandbox import ParserRejected, check_parser_source
+
+        try:
+            check_parser_source(parser)
+        except ParserRejected as exc:
+            raise BlueprintError("parser", exc.reason) from None
 
     items = data.get("items")
     if items is not None:
@@ -243,4 +254,4 @@ def load_file(path: str, url: str | None = None, require_url: bool = False) -> B
 
 
 def from_json(text: str) -> Blueprint:
-    return from_dict(json.loads(text))
+    return from_dict(json.loads(text), check_parser=False)

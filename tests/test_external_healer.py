@@ -297,6 +297,42 @@ def test_a_code_parser_source_sends_its_parser(serve):
     assert res.ok and "'y'" in res.blueprint.parser
 
 
+def test_a_code_parser_source_healed_with_both_files_keeps_the_new_parser(serve):
+    # Seed 000 tells healers to return every file they touched: blueprint.json comes back
+    # (without the parser it never carried) next to the rewritten parser.py.
+    parser = "def parse(html):\n    return {'name': 'x'}\n"
+    bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": parser, "fields": {"name": {"type": "str"}}})
+
+    def answer(path, req):
+        sent = req["failed_files"]["blueprint.json"]
+        return healed({"blueprint.json": sent, "parser.py": parser.replace("'x'", "'y'")})
+
+    server = serve(answer)
+    res = client_for(server).heal_cycle(make_ctx(blueprint=bp, url=bp.url), 1, [])
+    assert res.ok, res.reason
+    assert res.blueprint.parser == parser.replace("'x'", "'y'") and res.blueprint.url == bp.url
+
+
+def test_a_code_parser_source_healed_with_blueprint_json_alone_keeps_its_parser(serve):
+    parser = "def parse(html):\n    return {'name': 'x', 'n': 1}\n"
+    bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": parser, "fields": {"name": {"type": "str"}}})
+    server = serve(lambda path, req: healed({"blueprint.json": json.dumps(
+        {"fields": {"name": {"type": "str"}, "n": {"type": "int", "required": False}}})}))
+    res = client_for(server).heal_cycle(make_ctx(blueprint=bp, url=bp.url), 1, [])
+    assert res.ok, res.reason
+    assert res.blueprint.parser == parser and set(res.blueprint.fields) == {"name", "n"}
+
+
+def test_a_parser_with_a_forbidden_import_is_refused_in_both_files_too(serve):
+    evil = "import os\n\ndef parse(html):\n    return {'name': os.getcwd()}\n"
+    bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": "def parse(html):\n    return {'name': 'x'}\n",
+                    "fields": {"name": {"type": "str"}}})
+    server = serve(lambda path, req: healed({"blueprint.json": json.dumps({"fields": {"name": {}}}),
+                                             "parser.py": evil}))
+    res = client_for(server).heal_cycle(make_ctx(blueprint=bp, url=bp.url), 1, [])
+    assert res.outcome == "refused" and res.reason.startswith("parser.py is refused: parser imports 'os'")
+
+
 def test_tiers_escalate_with_the_cycle():
     assert [tier_for(c) for c in range(1, 7)] == ["minimal", "minimal", "context", "context", "deep", "deep"]
     history = [{"cycle": 1, "outcome": "refused", "reason": "no match", "changes_summary": "changed td"}]

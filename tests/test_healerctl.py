@@ -390,6 +390,12 @@ def test_add_invalid_blueprint_exit_1_names_key(tmp_path, daemon):
     assert "fields.p.type" in one_error_line(ctl(tmp_path, "add", "x", "--blueprint", str(typo), sock=daemon.path), 1)
     missing = one_error_line(ctl(tmp_path, "add", "x", "--blueprint", str(tmp_path / "no.toml"), sock=daemon.path), 1)
     assert "no.toml" in missing
+    # A parser the sandbox would refuse at every scrape is refused here, once, naming the key.
+    evil = tmp_path / "evil.json"
+    evil.write_text(json.dumps({"url": "http://a.example/", "fields": {"p": {"type": "str"}},
+                                "parser": "import os\n\ndef parse(html):\n    return {'p': os.getcwd()}\n"}))
+    line = one_error_line(ctl(tmp_path, "add", "x", "--blueprint", str(evil), sock=daemon.path), 1)
+    assert "parser" in line and "'os'" in line
     assert daemon.calls == []  # nothing invalid was sent
 
 

@@ -374,8 +374,19 @@ def candidate_from_files(ctx: DiagnosisContext, files: Any, config: HealerConfig
                 return Candidate("refused", "candidate moves the source to another host", None)
         for key in ("headers", "cookies", "every", "name"):
             data.pop(key, None)
+        if "parser" not in data:
+            # The request's blueprint.json leaves the parser out (it travels as parser.py): a
+            # blueprint.json sent back with parser.py goes with that parser, and one sent back
+            # alone for a parser source keeps the source's parser where its fields need one.
+            fields = data.get("fields")
+            selectorless = not isinstance(fields, dict) or any(
+                not (isinstance(f, dict) and f.get("css")) for f in fields.values())
+            if parser_text is not None:
+                data["parser"] = parser_text
+            elif original.parser and selectorless:
+                data["parser"] = original.parser
         try:
-            parsed = from_dict(data)
+            parsed = from_dict(data, check_parser=False)   # the parser is checked below, with its own message
         except BlueprintError as exc:
             return Candidate("refused", f"blueprint.json is not a valid blueprint: {_one_line(str(exc))}", None)
         if "parser" in data:
