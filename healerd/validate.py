@@ -29,7 +29,7 @@ from healerd.classify import block_strength
 from healerd.extract import Extraction, first_number
 
 NULL_TOLERANCE = 0.10      # a required field may be null in at most this share of items
-BAND_LOW = 0.10            # fewer than a tenth of the usual item count fails
+BAND_LOW = 0.10            # a tenth of the usual item count, or fewer, fails
 BAND_HIGH = 10.0           # more than ten times the usual fails
 SHAPE_MAJORITY = 0.8       # share of last-good values that must share a shape to judge drift
 _PRECEDENCE = (errors.BLOCKED, errors.PARSE_ERROR, errors.SCHEMA_MISMATCH)
@@ -79,12 +79,13 @@ class ValidationResult:
 def item_band(recent_counts: list[int] | None) -> tuple[int, int] | None:
     """(low, high) acceptable item counts from recent good scrapes' counts; None without history.
 
-    Centred on the median of the positive counts: below a tenth or above ten times it fails.
+    Centred on the median of the positive counts: a tenth of it or fewer, or more than ten
+    times it, fails (low is the smallest count above a tenth).
     """
     median = _usual(recent_counts)
     if median is None:
         return None
-    return max(1, math.ceil(median * BAND_LOW)), max(1, math.floor(median * BAND_HIGH))
+    return max(1, math.floor(median * BAND_LOW) + 1), max(1, math.floor(median * BAND_HIGH))
 
 
 def _usual(recent_counts: list[int] | None) -> float | None:

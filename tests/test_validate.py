@@ -50,10 +50,10 @@ def test_good_listing_passes():
     r = run(listing(GOOD_ROWS), recent_counts=[20, 19, 21])
     assert r.passed and r.error_type is None and r.errors == [] and r.failed_fields == []
     assert r.score == 1.0 and not r.critical and r.item_count == 20
-    assert r.band == (2, 200)
+    assert r.band == (3, 200)
     d = r.to_dict()
-    assert json.loads(json.dumps(d))["band"] == [2, 200] and d["passed"] is True
-    assert "PASSED" in r.report() and "items: 20 (expected 2-200)" in r.report()
+    assert json.loads(json.dumps(d))["band"] == [3, 200] and d["passed"] is True
+    assert "PASSED" in r.report() and "items: 20 (expected 3-200)" in r.report()
 
 
 def test_good_single_record_passes():
@@ -150,20 +150,22 @@ def test_some_items_not_numeric_beyond_tolerance():
 
 def test_item_band():
     assert item_band([]) is None and item_band(None) is None and item_band([0, 0]) is None
-    assert item_band([20]) == (2, 200)
+    assert item_band([20]) == (3, 200)                   # 2 is a tenth: a failure
     assert item_band([50, 48, 52, 5000]) == (6, 510)     # median 51: one outlier does not move it
     assert item_band([3]) == (1, 30)
-    assert item_band([20, "x", None, True]) == (2, 200)
+    assert item_band([20, "x", None, True]) == (3, 200)
 
 
 def test_item_count_far_below_the_band():
     r = run(listing(GOOD_ROWS[:3]), recent_counts=[50, 50, 52])
-    assert r.error_type == errors.SCHEMA_MISMATCH and r.band == (5, 500)
-    assert r.errors == ["Item count 3 is far below the usual 50 (expected 5-500)"]
+    assert r.error_type == errors.SCHEMA_MISMATCH and r.band == (6, 500)
+    assert r.errors == ["Item count 3 is far below the usual 50 (expected 6-500)"]
 
 
-def test_item_count_within_the_band_passes():
-    assert run(listing(GOOD_ROWS[:5]), recent_counts=[50, 50, 52]).passed
+def test_a_tenth_of_the_usual_count_fails_and_more_passes():
+    r = run(listing([row(i) for i in range(5)]), recent_counts=[50, 50, 52])
+    assert not r.passed and r.errors == ["Item count 5 is far below the usual 50 (expected 6-500)"]
+    assert run(listing([row(i) for i in range(6)]), recent_counts=[50, 50, 52]).passed
 
 
 def test_item_count_far_above_the_band():
