@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from healerd import __version__
@@ -114,7 +115,8 @@ class ControlOps:
         # The fleet's status depends on the database alone: while nothing was committed since the
         # last answer on this thread's connection (SQLite's data_version), that answer still holds.
         table = bool(table)
-        version = scalar(self.conn, "PRAGMA data_version")
+        # fix_attempts_24h moves with the clock too: an answer is reused within its minute only.
+        version = (scalar(self.conn, "PRAGMA data_version"), int(time.time() // 60))
         cache = getattr(self._local, "status", None)
         if cache is None or cache[0] != version:
             cache = self._local.status = (version, {})

@@ -123,7 +123,7 @@ class Ledger:
     def add_source(self, name: str, bp: Blueprint, origin: str = "cli") -> Effects:
         now = self.clock()
         sources.add(self.conn, name, bp, origin=origin, now=now)
-        return Effects(result=sources.status_one(self.conn, name))
+        return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
     def remove_source(self, name: str) -> Effects:
         sources.remove(self.conn, name)
@@ -132,11 +132,11 @@ class Ledger:
 
     def update_blueprint(self, name: str, bp: Blueprint) -> Effects:
         sources.update_blueprint(self.conn, name, bp, now=self.clock())
-        return Effects(result=sources.status_one(self.conn, name))
+        return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
     def set_paused(self, name: str, paused: bool) -> Effects:
         sources.set_paused(self.conn, name, paused, now=self.clock())
-        return Effects(result=sources.status_one(self.conn, name))
+        return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
     def schedule_now(self, name: str) -> None:
         sources.set_next_run(self.conn, name, self.clock())
@@ -408,7 +408,7 @@ class Ledger:
             self.conn.execute("UPDATE sources SET next_run_at = ?, paused = 0 WHERE name = ?", (now, name))
         fx.alert("UNQUARANTINED", name, f"{state} -> DEGRADED with a fresh attempt budget" + (f": {reason}" if reason else ""),
                  level="info", state=DEGRADED)
-        fx.result = sources.status_one(self.conn, name)
+        fx.result = sources.status_one(self.conn, name, now=self.clock())
         return fx
 
     def flag_for_review(self, name: str, reason: str) -> Effects:

@@ -72,3 +72,28 @@ def test_large_payload_decodes_with_the_collector_restored(tmp_path):
     with pytest.raises(protocol.ControlError, match="not JSON"):
         protocol.decode(big[:-10])
     assert gc.isenabled()
+
+
+def test_fix_attempts_24h_counts_the_last_day_since_an_unquarantine(tmp_path):
+    from healerd.store import fixes
+
+    conn = _fleet(tmp_path)
+    now = 1_700_100_000.0
+    with conn:
+        for at, outcome in ((now - 90_000, "rejected"),    # older than a day: aged out
+                            (now - 3_600, "rejected"), (now - 1_800, "error"),
+                            (now - 900, "declined")):       # spent no attempt
+            fixes.record(conn, source_name="gamma", error_type="SCHEMA_MISMATCH", strategy="builtin",
+                         outcome=outcome, reason="x", now=at)
+    def counted():
+        one = sources.status_one(conn, "gamma", now=now)["fix_attempts_24h"]
+        fleet = {o["name"]: o for o in sources.status_all(conn, now=now)}["gamma"]["fix_attempts_24h"]
+        rows = json.loads(sources.status_all_json(conn, table=True, now=now))
+        table = {r[0]: r[sources.STATUS_KEYS.index("fix_attempts_24h")] for r in rows}["gamma"]
+        return one, fleet, table
+    assert counted() == (2, 2, 2)
+    assert sources.status_one(conn, "gamma", now=now + 86_400)["fix_attempts_24h"] == 0   # a day later
+    with conn:
+        sources.set_health(conn, "gamma", attempts_since=now - 2_000)   # an unquarantine in between
+    assert counted() == (1, 1, 1)
+    conn.close()

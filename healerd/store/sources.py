@@ -11,6 +11,7 @@ import apsw
 from healerd.blueprint import Blueprint
 from healerd.lifecycle import ACTIVE
 from healerd.store.db import row, rows
+from healerd.store.fixes import COUNTED_OUTCOMES
 from healerd.timeutil import iso
 
 
@@ -127,11 +128,18 @@ def due(conn: apsw.Connection, now: float, limit: int = 1000) -> list[dict]:
 
 
 _ISO = "strftime('%Y-%m-%dT%H:%M:%SZ', {col}, 'unixepoch')"
+# Fix attempts that spent budget in the 24 hours before the bound parameter (now), and not
+# before an unquarantine (attempts_since): counted when asked, so old attempts age out.
+ATTEMPTS_24H_SQL = (
+    "(SELECT count(*) FROM fix_history f WHERE f.source_name = s.name "
+    "AND f.created_at > max(?1 - 86400.0, COALESCE(h.attempts_since, 0)) "
+    f"AND f.outcome IN ({', '.join(repr(o) for o in COUNTED_OUTCOMES)}))"
+)
 STATUS_SQL = (
     "SELECT s.name, s.url, h.state, s.current_version AS version, "
     f"{_ISO.format(col='h.last_success_at')} AS last_success_at, "
     f"{_ISO.format(col='h.last_failure_at')} AS last_failure_at, "
-    "h.failure_count, h.fix_attempts_today, "
+    f"h.failure_count, {ATTEMPTS_24H_SQL} AS fix_attempts_24h, "
     f"{_ISO.format(col='h.quarantine_until')} AS quarantine_until, s.paused, "
     f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {_ISO.format(col='s.next_run_at')} END "
     "AS next_run_at, h.last_error, "
@@ -152,7 +160,7 @@ def status_object(r: dict) -> dict:
         "last_success_at": r["last_success_at"],
         "last_failure_at": r["last_failure_at"],
         "failure_count": r["failure_count"],
-        "fix_attempts_24h": r["fix_attempts_today"],
+        "fix_attempts_24h": r["fix_attempts_24h"],
         "quarantine_until": r["quarantine_until"],
         "paused": bool(r["paused"]),
         "next_run_at": r["next_run_at"],
@@ -160,14 +168,18 @@ def status_object(r: dict) -> dict:
     }
 
 
-def status_all(conn: apsw.Connection) -> list[dict]:
+def _now(now: float | None) -> float:
+    return time.time() if now is None else now
+
+
+def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
     """All status objects, fast: one query, times formatted by SQLite, tuples zipped into dicts."""
     cur = conn.execute(
         "SELECT s.name, s.url, h.state, s.current_version, "
         f"{_ISO.format(col='h.last_success_at')}, {_ISO.format(col='h.last_failure_at')}, "
-        f"h.failure_count, h.fix_attempts_today, {_ISO.format(col='h.quarantine_until')}, s.paused, "
+        f"h.failure_count, {ATTEMPTS_24H_SQL}, {_ISO.format(col='h.quarantine_until')}, s.paused, "
         f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {_ISO.format(col='s.next_run_at')} END, "
-        "h.last_error FROM sources s JOIN source_health h ON h.source_name = s.name ORDER BY s.name")
+        "h.last_error FROM sources s JOIN source_health h ON h.source_name = s.name ORDER BY s.name", (_now(now),))
     try:
         keys = STATUS_KEYS
         return [dict(zip(keys, (*r[:9], r[9] == 1, *r[10:]))) for r in cur]
@@ -180,14 +192,14 @@ def _status_json_columns() -> tuple[str, ...]:
     iso = _ISO.format
     return (
         "s.name", "s.url", "h.state", "s.current_version", iso(col="h.last_success_at"),
-        iso(col="h.last_failure_at"), "h.failure_count", "h.fix_attempts_today", iso(col="h.quarantine_until"),
+        iso(col="h.last_failure_at"), "h.failure_count", ATTEMPTS_24H_SQL, iso(col="h.quarantine_until"),
         "json(CASE WHEN s.paused THEN 'true' ELSE 'false' END)",
         f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {iso(col='s.next_run_at')} END",
         "h.last_error",
     )
 
 
-def status_all_json(conn: apsw.Connection, table: bool = False) -> str:
+def status_all_json(conn: apsw.Connection, table: bool = False, now: float | None = None) -> str:
     """The same as status_all, as JSON text built by SQLite (no Python objects per source).
 
     By default an array of objects; with `table`, an array of rows (value arrays in the
@@ -200,7 +212,7 @@ def status_all_json(conn: apsw.Connection, table: bool = False) -> str:
         item = "json_object(" + ", ".join(f"'{k}', {v}" for k, v in zip(STATUS_KEYS, columns, strict=True)) + ")"
     sql = (f"SELECT json_group_array({item}) FROM (SELECT * FROM sources ORDER BY name) s "
            "JOIN source_health h ON h.source_name = s.name")
-    cur = conn.execute(sql)
+    cur = conn.execute(sql, (_now(now),))
     try:
         for r in cur:
             return r[0] or "[]"
@@ -213,8 +225,8 @@ def state_counts(conn: apsw.Connection) -> dict[str, int]:
     return {r["state"]: r["n"] for r in rows(conn, "SELECT state, count(*) AS n FROM source_health GROUP BY state")}
 
 
-def status_one(conn: apsw.Connection, name: str) -> dict:
-    found = rows(conn, STATUS_SQL + " WHERE s.name = ?", (name,))
+def status_one(conn: apsw.Connection, name: str, now: float | None = None) -> dict:
+    found = rows(conn, STATUS_SQL + " WHERE s.name = ?2", (_now(now), name))
     if not found:
         raise SourceNotFound(name)
     out = status_object(found[0])
