@@ -104,6 +104,25 @@ def test_demo_heals_quarantines_and_exits_0(tmp_path):
     assert not (base / "healerd.sock").exists()
     assert processes_mentioning(str(base / "healerd.toml")) == []
 
+    # Told again with the same --state-dir, it replaces its earlier state and tells the story again.
+    again = subprocess.run(bin_cmd("healerd") + ["demo", "--state-dir", "demo"], cwd=tmp_path, env=demo_env(),
+                           capture_output=True, text=True, timeout=DEMO_LIMIT_S)
+    assert again.returncode == 0, f"stdout:\n{again.stdout}\nstderr:\n{again.stderr}"
+    assert "replacing the earlier demo's state" in again.stdout and "Traceback" not in again.stderr
+    assert_story_told(again.stdout)
+
+
+def test_demo_refuses_a_state_dir_that_is_not_its_own(tmp_path):
+    other = tmp_path / "mine"
+    (other / "state").mkdir(parents=True)
+    (other / "state" / "healerd.db").write_bytes(b"not the demo's")
+    r = subprocess.run(bin_cmd("healerd") + ["demo", "--state-dir", str(other)], cwd=tmp_path, env=demo_env(),
+                       capture_output=True, text=True, timeout=DEMO_LIMIT_S)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not an earlier demo's state" in lines[0], r.stderr
+    assert (other / "state" / "healerd.db").read_bytes() == b"not the demo's"   # nothing of it deleted
+
 
 class LineReader:
     """Collects a process's stdout lines on a thread so the test can wait for one."""

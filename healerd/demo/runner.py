@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from healerd.control.client import call
+from healerd.control.client import DaemonUnreachable, call
+from healerd.control.protocol import ControlError
 from healerd.demo.site import BLUEPRINTS, DemoSite
 
 CONFIG = """
@@ -178,6 +179,16 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
     state = base / "state"
     sock = str(base / "healerd.sock")
     cfg = base / "healerd.toml"
+    if state.exists() and any(state.iterdir()):
+        # The story registers its sources afresh: an earlier demo's state is replaced; anything
+        # else there is not the demo's to delete.
+        if cfg.is_file() and cfg.read_text() == CONFIG:
+            shutil.rmtree(state)
+            print(f"healerd demo: replacing the earlier demo's state in {state}", flush=True)
+        else:
+            print(f"healerd demo: {state} exists and is not an earlier demo's state; "
+                  "choose another --state-dir", file=sys.stderr)
+            return 1
     cfg.write_text(CONFIG)
     log_path = base / "daemon.log"
     site = DemoSite(port).start()
@@ -219,6 +230,10 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
                 pass
     except StoryFailed as exc:
         print(f"healerd demo: {exc}", file=sys.stderr)
+        code = 1
+    except (ControlError, DaemonUnreachable) as exc:
+        print(f"healerd demo: the daemon did not answer as the story expects: {exc}; see {log_path}",
+              file=sys.stderr)
         code = 1
     except KeyboardInterrupt:
         code = 130
