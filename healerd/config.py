@@ -183,6 +183,19 @@ def _check(cfg: Config) -> None:
         raise ConfigError("[fetch] per_host_concurrency: at least 1")
     if not cfg.healer.timeouts:
         raise ConfigError("[healer] timeouts: at least one timeout")
+    if cfg.alerts.webhook and not _is_http_url(cfg.alerts.webhook):
+        raise ConfigError("[alerts] webhook: expected an http:// or https:// URL")
+
+
+def _is_http_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        _ = parts.port   # raises ValueError on a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def load(path: str | None) -> Config:

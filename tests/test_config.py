@@ -207,6 +207,9 @@ def test_a_section_must_be_a_table():
     ("healer", "kind", "gpt", "expected \"code-healer\" or \"openai\""),
     ("healer", "url", None, "expected a string"),
     ("alerts", "webhook", 80, "expected a string"),
+    ("alerts", "webhook", "http://[::1/hook", "expected an http:// or https:// URL"),
+    ("alerts", "webhook", "ftp://hooks.example/x", "expected an http:// or https:// URL"),
+    ("alerts", "webhook", "hooks.example/x", "expected an http:// or https:// URL"),
 ])
 def test_a_bad_value_is_refused_naming_its_key(section, key, value, words):
     msg = refused({section: {key: value}})

@@ -83,8 +83,9 @@ class _Webhook(threading.Thread):
                 resp = self.client.post(self.url, json=alert)
                 if resp.status_code >= 400:
                     log.warning("webhook answered HTTP %s", resp.status_code)
-            except httpx.HTTPError as exc:
-                log.warning("webhook POST failed: %s", mask_text(str(exc)))
+            except Exception as exc:  # noqa: BLE001 - whatever one POST does, the thread serves the next alert
+                what = str(exc) or type(exc).__name__
+                log.warning("webhook POST failed: %s", mask_text(" ".join(what.split())))
 
     def stop(self) -> None:
         self.queue.put(None)
