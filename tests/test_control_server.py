@@ -283,7 +283,7 @@ def test_200_concurrent_calls_all_answered(tmp_path):
         barrier.wait(10)
         return call(path, "echo", {"i": i}, timeout=30)
 
-    with ControlServer(path, handler, max_connections=256):
+    with ControlServer(path, handler):  # the default limits take a burst of 200
         with ThreadPoolExecutor(200) as ex:
             results = list(ex.map(one, range(200)))
         assert [r["args"]["i"] for r in results] == list(range(200))
@@ -299,11 +299,20 @@ def test_too_many_connections_get_busy(tmp_path):
             h.connect(path)
             hogs.append(h)
         wait_until(lambda: srv.open_connections == 2)
+        # The server answers `busy` at once, without reading the request.
+        r = raw_exchange(path, frame(b'{"op": "ping", "args": {}}'))
+        assert r["ok"] is False and r["error"]["code"] == "busy"
+        # The client tries again until its deadline, then reports `busy`...
         with pytest.raises(ControlError) as err:
-            call(path, "ping", {}, timeout=10)
+            call(path, "ping", {}, timeout=0.5)
         assert err.value.code == "busy"
-        for h in hogs:
-            h.close()
+        # ...and gets its answer when a connection frees up meanwhile.
+        with ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(call, path, "ping", {}, 30)
+            time.sleep(0.3)  # the call is answered `busy` meanwhile
+            for h in hogs:
+                h.close()
+            assert fut.result(timeout=30)["version"] == "test"
         wait_until(lambda: srv.open_connections == 0)
         assert_healthy(path)
 
@@ -368,7 +377,7 @@ def test_custom_policy_refuses_peer(tmp_path):
         assert seen[0] == PeerCred(os.getpid(), os.getuid(), os.getgid())
 
 
-def test_default_policy():
+def test_default_policy(tmp_path):
     groups = {1000: {1000, 50}, 1001: {1001}}
     of = lambda uid, gid: groups.get(uid, {gid})  # noqa: E731
     allowed = lambda uid, gid, group: peer_allowed(  # noqa: E731
@@ -379,6 +388,15 @@ def test_default_policy():
     assert allowed(1000, 1000, 50)         # supplementary member of the socket group
     assert allowed(1001, 50, 50)           # primary group is the socket group
     assert not allowed(1001, 1001, 50)     # not a member
+    # Without socket_group the server serves root and its own user only, not its primary
+    # group: on many systems every local user has that group (`users`).
+    other_uid = os.geteuid() + 4242
+    srv = ControlServer(str(tmp_path / "x.sock"), handler)
+    assert srv._allow(PeerCred(1, os.geteuid(), os.getegid()))
+    assert srv._allow(PeerCred(1, 0, 0))
+    assert not srv._allow(PeerCred(1, other_uid, os.getegid()))
+    assert ControlServer(str(tmp_path / "y.sock"), handler, group=os.getegid())._allow(
+        PeerCred(1, other_uid, os.getegid()))
 
 
 NOBODY_CLIENT = r"""
@@ -404,9 +422,9 @@ print(exact(n).decode())
 """
 
 
-def as_nobody():
+def as_nobody(gid: int = 65534):
     os.setgroups([])
-    os.setgid(65534)
+    os.setgid(gid)
     os.setuid(65534)
 
 
@@ -446,6 +464,35 @@ def test_other_user_is_forbidden():
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
+def test_sharing_the_daemons_primary_group_is_not_enough():
+    """A user whose primary group is the daemon's is served only when that group is socket_group."""
+    exe = python_for_nobody()
+    if exe is None:
+        pytest.skip("no Python interpreter the user nobody can run")
+    d = tempfile.mkdtemp(prefix="hctl")
+    try:
+        os.chmod(d, 0o711)
+        path = os.path.join(d, "g.sock")
+
+        def ask() -> dict:
+            out = subprocess.run(
+                [exe, "-I", "-c", NOBODY_CLIENT, path],
+                cwd=d, preexec_fn=lambda: as_nobody(os.getegid()), capture_output=True, text=True, timeout=30,
+            )
+            assert out.returncode == 0, out.stderr
+            return json.loads(out.stdout)
+
+        with ControlServer(path, handler, mode=0o660):  # the group can open the socket...
+            r = ask()
+            assert r["ok"] is False and r["error"]["code"] == "forbidden"  # ...but is not served
+            assert_healthy(path)
+        with ControlServer(path, handler, mode=0o660, group=os.getegid()):
+            assert ask()["ok"] is True
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # -- the client -------------------------------------------------------------------------
 
 
@@ -464,6 +511,38 @@ def test_client_connection_refused(tmp_path):
     with pytest.raises(DaemonUnreachable) as err:
         call(path, "ping", {}, timeout=5)
     assert "connection refused" in str(err.value) and path in str(err.value)
+
+
+def test_client_retries_a_full_listen_queue(tmp_path):
+    path = str(tmp_path / "q.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(0)  # room for one pending connection
+    listener.settimeout(10)
+    filler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    filler.connect(path)
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        with pytest.raises(BlockingIOError):  # EAGAIN: the queue is full
+            probe.connect(path)
+        # The client tries again until its deadline, then says the queue is full...
+        with pytest.raises(DaemonUnreachable, match="connection queue is full"):
+            call(path, "ping", {}, timeout=0.3)
+        # ...and gets through once the queue has room.
+        with ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(call, path, "ping", {}, 30)
+            time.sleep(0.3)  # the call meets the full queue meanwhile
+            listener.accept()[0].close()  # the filler's connection
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                assert protocol.read_frame(conn, protocol.MAX_REQUEST, time.monotonic() + 10)["op"] == "ping"
+                conn.sendall(protocol.encode(protocol.ok({"version": "test"})))
+            assert fut.result(timeout=30) == {"version": "test"}
+    finally:
+        for s in (probe, filler, listener):
+            s.close()
 
 
 def test_client_no_answer(tmp_path):

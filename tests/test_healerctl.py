@@ -125,7 +125,8 @@ class Daemon:
                 {"kind": "fix", "at": "2026-11-22T10:05:00Z", "error_type": "PARSE_ERROR", "strategy": "builtin",
                  "outcome": "promoted", "reason": "price moved"},
                 {"kind": "version", "at": "2026-11-22T10:05:00Z", "version": 4, "origin": "builtin", "status": "production"},
-                {"kind": "version", "at": "2026-11-20T08:00:00Z", "version": 3, "origin": "human", "status": "archived"},
+                {"kind": "version", "at": "2026-11-20T08:00:00Z", "version": 3, "origin": "human", "status": "archived",
+                 "note": "registered (cli)"},
             ]
         if op == "diff":
             return {"diff": "--- last good\n+++ current\n@@ table @@\n-<td class=\"price\">\n+<span class=\"cost\">",
@@ -261,6 +262,20 @@ def test_refused_socket_exit_3(tmp_path):
     s.close()
     line = one_error_line(ctl(tmp_path, "status", sock=path), 3)
     assert "connection refused" in line and path in line
+
+
+def test_refused_peer_exit_3_permission_denied(tmp_path):
+    """A user the daemon's SO_PEERCRED check refuses cannot reach it: exit 3, naming the socket."""
+    path = str(tmp_path / "p.sock")
+    d = Daemon()
+    with ControlServer(path, d, allow=lambda peer: False):
+        line = one_error_line(ctl(tmp_path, "status", sock=path), 3)
+        assert "permission denied" in line and path in line
+        bp = tmp_path / "bp.toml"
+        bp.write_text(BLUEPRINT)
+        line = one_error_line(ctl(tmp_path, "--socket", path, "add", "x", "--blueprint", str(bp)), 3)
+        assert "permission denied" in line and path in line
+    assert d.calls == []  # the daemon read nothing from the refused peer
 
 
 def test_socket_option_levels(tmp_path, daemon):
@@ -450,7 +465,7 @@ def test_history(tmp_path, daemon):
     assert lines[0].split() == ["AT", "KIND", "WHAT", "RESULT", "DETAIL"]
     assert "PARSE_ERROR via builtin" in lines[1] and "promoted" in lines[1]
     assert "v4 (builtin)" in lines[2] and "production" in lines[2]
-    assert "v3 (human)" in lines[3] and "archived" in lines[3]
+    assert "v3 (human)" in lines[3] and "archived" in lines[3] and "registered (cli)" in lines[3]
     r = ctl(tmp_path, "history", "shop", "--json", sock=daemon.path)
     assert [h["kind"] for h in json.loads(r.stdout)] == ["fix", "version", "version"]
 

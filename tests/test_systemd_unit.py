@@ -105,6 +105,71 @@ def test_systemd_analyze_security(tmp_path):
     assert level < 2.0, r.stdout[-400:]
 
 
+def _syscalls_in(name: str, cache: dict[str, set[str]]) -> set[str]:
+    """The system calls a SystemCallFilter item stands for: a call, or an @group expanded by systemd."""
+    if not name.startswith("@"):
+        return {name}
+    if name not in cache:
+        cache[name] = set()  # guards against a group that names itself
+        r = subprocess.run(["systemd-analyze", "syscall-filter", name], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        calls: set[str] = set()
+        for line in r.stdout.splitlines()[1:]:  # the first line repeats the group's name
+            item = line.strip()
+            if item and not item.startswith("#"):
+                calls |= _syscalls_in(item, cache)
+        cache[name] = calls
+    return cache[name]
+
+
+def allowed_syscalls(filters: list[str]) -> tuple[bool, set[str]]:
+    """(is an allow list, its calls) after systemd merges the SystemCallFilter= lines in order.
+
+    The first line decides the kind of list; each later line of the same kind adds its calls,
+    and one of the other kind takes them out (systemd.exec(5)). For a deny list the set
+    returned is the denied calls.
+    """
+    cache: dict[str, set[str]] = {}
+    allow_list: bool | None = None
+    calls: set[str] = set()
+    for value in filters:
+        if value == "":
+            allow_list, calls = None, set()
+            continue
+        deny = value.startswith("~")
+        names = set()
+        for item in value.lstrip("~").split():
+            names |= _syscalls_in(item.split(":")[0], cache)
+        if allow_list is None:
+            allow_list, calls = not deny, names
+        elif deny == (not allow_list):
+            calls |= names
+        else:
+            calls -= names
+    return bool(allow_list), calls
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_system_call_filter_lets_the_daemon_chown_its_socket():
+    """With [daemon] socket_group the daemon chown()s its socket; a filter denying that kills it.
+
+    @privileged includes @chown on systemd >= 247, so denying @privileged alone makes
+    socket_group unusable under the unit.
+    """
+    config = (ROOT / "healerd" / "config.py").read_text()
+    assert "socket_group" in config  # the feature that needs chown is still there
+    allow_list, calls = allowed_syscalls(parse_unit(UNIT.read_text())["SystemCallFilter"])
+    chown_calls = {"chown", "fchown", "fchownat"}
+    if allow_list:
+        missing = chown_calls - calls
+        assert not missing, f"SystemCallFilter= does not allow {sorted(missing)}"
+    else:
+        denied = chown_calls & calls
+        assert not denied, f"SystemCallFilter= denies {sorted(denied)}"
+    # The rest of @privileged stays denied.
+    assert ("setuid" in calls) == (not allow_list)
+
+
 MDWE_CHILD = r"""
 import ctypes, mmap
 libc = ctypes.CDLL(None, use_errno=True)

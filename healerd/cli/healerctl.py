@@ -75,7 +75,19 @@ def _call(ctx: click.Context, socket_path: str | None, op: str, args: dict | Non
     except DaemonUnreachable as exc:
         raise CtlError(str(exc), exit_code=3) from None
     except ControlError as exc:
-        raise CtlError(exc.message or exc.code, exit_code=1) from None
+        raise _error_answer(exc, path) from None
+
+
+def _error_answer(exc: ControlError, path: str) -> CtlError:
+    """The daemon's error answer as healerctl's error: exit 1, or 3 when this user may not use it.
+
+    A peer the daemon refuses (SO_PEERCRED, `forbidden`) cannot use it at all, the same as a
+    socket it has no permission to open: exit 3 with "permission denied" and the socket path.
+    """
+    if exc.code == "forbidden":
+        unreachable = DaemonUnreachable(f"permission denied ({exc.message or 'refused by the daemon'})", path)
+        return CtlError(str(unreachable), exit_code=3)
+    return CtlError(exc.message or exc.code, exit_code=1)
 
 
 def _print_json(obj: Any) -> None:
@@ -323,7 +335,7 @@ def _print_summary(summary: dict) -> None:
     if summary.get("systemic_halt"):
         reason = summary.get("halt_reason") or "the same error on several sources"
         click.echo(_style(f"HEALING HALTED (systemic): {_one_line(reason)}", "red", bold=True))
-        click.echo("  automatic healing is off until `healerctl resume-healing`")
+        click.echo("  automatic healing is off until scrapes pass again or `healerctl resume-healing`")
 
 
 def _print_mapping(obj: Any, indent: int = 2) -> None:
@@ -541,7 +553,7 @@ def history(ctx, name, as_json, socket_path):
     for h in r:
         if h.get("kind") == "version":
             rows.append([str(h.get("at") or "-"), "version", f"v{h.get('version')} ({h.get('origin') or '-'})",
-                         str(h.get("status") or "-"), _one_line(h.get("reason") or "", 70) if h.get("reason") else ""])
+                         str(h.get("status") or "-"), _one_line(h.get("reason") or h.get("note") or "", 70)])
         else:
             what = f"{h.get('error_type') or '-'} via {h.get('strategy') or '-'}"
             rows.append([str(h.get("at") or "-"), "fix", what, str(h.get("outcome") or "-"),
@@ -753,7 +765,7 @@ def alerts(ctx, follow, as_json, limit, socket_path):
                     lost = True
                 continue
             except ControlError as exc:
-                raise CtlError(exc.message or exc.code) from None
+                raise _error_answer(exc, path) from None
             if lost:
                 click.echo("healerctl: connected to the daemon again", err=True)
                 lost = False

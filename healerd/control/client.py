@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import socket
 import time
 from typing import Any
@@ -87,23 +88,62 @@ def _connect_error(exc: OSError, path: str) -> DaemonUnreachable:
     return DaemonUnreachable(exc.strerror or str(exc), path)
 
 
+# A daemon that is momentarily full (its listen queue overflows, or it answers `busy`
+# before reading the request) has not seen the request: it is sent again after a short,
+# growing pause with jitter, so a burst of clients spreads out instead of colliding again.
+RETRY_FIRST_PAUSE = 0.005
+RETRY_MAX_PAUSE = 0.25
+
+
+class _QueueFull(Exception):
+    """connect() failed with EAGAIN: the daemon's listen queue is full; `error` is what to raise."""
+
+    def __init__(self, error: DaemonUnreachable):
+        self.error = error
+        super().__init__(str(error))
+
+
 def call(socket_path: str, op: str, args: dict | None = None, timeout: float = 30.0) -> Any:
     """Send one request and return its result.
 
     Raises DaemonUnreachable (the daemon cannot be reached, or gave no answer within
-    `timeout` seconds) or ControlError (the daemon answered with an error).
+    `timeout` seconds) or ControlError (the daemon answered with an error). A full listen
+    queue or a `busy` answer is retried until `timeout` runs out, then raised.
     """
     path = os.fspath(socket_path)
     if len(os.fsencode(path)) > 107:
         raise DaemonUnreachable("the socket path is too long for a Unix socket (max 107 bytes)", path)
     request = protocol.encode({"op": op, "args": args or {}})
     deadline = time.monotonic() + timeout
+    pause = RETRY_FIRST_PAUSE
+    while True:
+        try:
+            response = _exchange(path, request, deadline, timeout)
+        except _QueueFull as full:
+            error: Exception = full.error
+        else:
+            if response.get("ok") is True:
+                return response.get("result")
+            error = ControlError.from_dict(response.get("error"))
+            if error.code != "busy":
+                raise error
+        wait = pause * (0.5 + random.random() / 2)
+        if time.monotonic() + wait >= deadline:
+            raise error
+        time.sleep(wait)
+        pause = min(pause * 2, RETRY_MAX_PAUSE)
+
+
+def _exchange(path: str, request: bytes, deadline: float, timeout: float) -> dict:
+    """One connection: send the framed request, return the daemon's framed answer."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(min(timeout, 10.0))
+        sock.settimeout(max(0.001, min(deadline - time.monotonic(), 10.0)))
         try:
             sock.connect(path)
         except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                raise _QueueFull(_connect_error(exc, path)) from None
             raise _connect_error(exc, path) from None
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
@@ -113,7 +153,7 @@ def call(socket_path: str, op: str, args: dict | None = None, timeout: float = 3
         except TimeoutError:
             raise DaemonUnreachable(f"no answer within {timeout:g}s", path) from None
         try:
-            response = protocol.read_frame(sock, protocol.MAX_RESPONSE, deadline)
+            return protocol.read_frame(sock, protocol.MAX_RESPONSE, deadline)
         except TimeoutError:
             raise DaemonUnreachable(f"no answer within {timeout:g}s", path) from None
         except (EOFError, ConnectionResetError):
@@ -124,6 +164,3 @@ def call(socket_path: str, op: str, args: dict | None = None, timeout: float = 3
             raise DaemonUnreachable(f"error reading the answer: {exc.strerror or exc}", path) from None
     finally:
         sock.close()
-    if response.get("ok") is True:
-        return response.get("result")
-    raise ControlError.from_dict(response.get("error"))

@@ -123,7 +123,7 @@ class ControlServer:
         allow: Callable[[PeerCred], bool] | None = None,
         max_request: int = protocol.MAX_REQUEST,
         read_timeout: float = 5.0,
-        max_connections: int = 128,
+        max_connections: int = 512,
         workers: int = 16,
         send_timeout: float = 10.0,
     ):
@@ -152,8 +152,9 @@ class ControlServer:
     # -- policy -----------------------------------------------------------------------
 
     def _default_allow(self, peer: PeerCred) -> bool:
-        gid = self._group_gid if self._group_gid is not None else os.getegid()
-        return peer_allowed(peer, own_uid=os.geteuid(), group_gid=gid)
+        # Without a configured group only root and the daemon's own user are served: the
+        # daemon's primary group may be shared by every local user (a `users` group).
+        return peer_allowed(peer, own_uid=os.geteuid(), group_gid=self._group_gid)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -183,7 +184,10 @@ class ControlServer:
             os.chmod(tmp, self.mode)
             if self._group_gid is not None:
                 os.chown(tmp, -1, self._group_gid)
-            listener.listen(min(socket.SOMAXCONN, max(self.max_connections, 16)))
+            # As deep a queue as the connections served, so a burst of clients waits in it
+            # instead of getting EAGAIN. The kernel caps it at net.core.somaxconn (4096 since
+            # Linux 5.4, 128 before); past that the client retries on EAGAIN.
+            listener.listen(max(self.max_connections, 16))
             listener.setblocking(False)
             os.rename(tmp, self.path)  # atomic: the socket appears with its final mode and group
             st = os.stat(self.path)
