@@ -68,8 +68,8 @@ def judge(case: dict, ok: bool, new_bp: Blueprint | None, changed: bool, after_h
             return "control-kept", None
         if not ok:
             return "refused", None  # a refused control is a missed heal, not a false positive
-        raw = extract(after_html, new_bp).raw
-        return ("control-kept" if matches_expected(raw, case["expected_after"], case) else "CONTROL-CHANGED"), raw
+        # The corpus: changing a control's selectors is a false positive, even if they still give the truth.
+        return "CONTROL-CHANGED", extract(after_html, new_bp).raw
     if not ok:
         return ("refused-correct" if not case["heal_possible"] else "refused"), None
     raw = extract(after_html, new_bp).raw

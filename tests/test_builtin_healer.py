@@ -163,6 +163,99 @@ def test_coordinated_items_href_changes_with_its_link():
     assert got == [{"module": m, "href": f"z_abc_{m}.html"} for m in ("cart.py", "pricing.py", "shipping.py")]
 
 
+CARDS = [("Claw Hammer", "$14.99", "120 in stock"), ("Garden Hose 25m", "$32.50", "45 in stock"),
+         ("Chef Knife 8in", "$59.00", "12 in stock"), ("Cordless Drill", "$129.95", "7 in stock")]
+NEW_CARDS = [("Pipe Wrench", "$22.10", "80 in stock"), ("Tape Measure 5m", "$9.75", "300 in stock"),
+             ("Bread Knife", "$41.00", "16 in stock"), ("Angle Grinder", "$89.90", "3 in stock")]
+CARD_FIELDS = {"name": ("h3.name", "str"), "price": ("span.price", "float"), "stock": ("span.stock", "int")}
+CARDS_BEFORE = page('<h2>Tools</h2><ul class="products">' + "".join(
+    f'<li class="product"><h3 class="name">{n}</h3><span class="price">{p}</span><span class="stock">{s}</span></li>'
+    for n, p, s in CARDS) + "</ul>")
+
+
+def _cards(data, price_html='<span class="price">{p}</span>') -> str:
+    return ('<h2>Tools</h2><div class="catalog"><div class="grid">' + "".join(
+        f'<article class="card"><h3 class="name">{n}</h3><div class="meta">{price_html.format(p=p)}'
+        f'<span class="stock">{s}</span></div></article>' for n, p, s in data) + "</div></div>")
+
+
+def test_values_changed_along_with_the_layout_in_a_listing():
+    # the record containers were renamed and every value changed (another day's stock):
+    # the field selectors still fit inside the new records and give values of the old kinds
+    after = page(_cards(NEW_CARDS))
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), CARDS_BEFORE, after)
+    assert res.ok, res.reason
+    assert got == [{"name": n, "price": float(p.strip("$")), "stock": int(s.split()[0])} for n, p, s in NEW_CARDS]
+    assert "items" in res.changed and "ul.products" not in res.changed["items"]
+
+
+def test_values_changed_with_a_field_class_renamed_in_a_listing():
+    # names still there (containers found by value); prices changed and their class was renamed
+    after = page(_cards([(n, f"${float(p.strip('$')) + 1:.2f}", s) for n, p, s in CARDS],
+                        price_html='<span class="amount">{p}</span>'))
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), CARDS_BEFORE, after)
+    assert res.ok, res.reason
+    assert [r["price"] for r in got] == [float(p.strip("$")) + 1 for _n, p, _s in CARDS]
+    assert [r["name"] for r in got] == [n for n, _p, _s in CARDS]
+
+
+def test_values_changed_look_alike_of_the_wrong_kind_is_refused():
+    # the prices are gone; text now sits where they were (a different text in each record)
+    badges = ["Bestseller", "New arrival", "On sale", "Top rated"]
+    # every value changed and `span.price` now holds text: containers found by structure must refuse
+    texts = [(n, f"Ask us ({b})", s) for (n, _p, s), b in zip(NEW_CARDS, badges)]
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), CARDS_BEFORE, page(_cards(texts)))
+    assert res.ok is False, got
+    # names kept (containers found by value); a badge replaced the price: loosening `span.price`
+    # to `span` would give the badge as the price
+    badged = [(n, b, s) for (n, _p, s), b in zip(CARDS, badges)]
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), CARDS_BEFORE,
+                   page(_cards(badged, price_html='<span class="badge">{p}</span>')))
+    assert res.ok is False and "price" in res.reason, got
+
+
+def test_listing_optional_field_with_changed_values():
+    # the contract's stats table with an optional score: the rows were renamed and the scores changed
+    def table(cls, row, scores):
+        return page(f'<table class="{cls}">' + "".join(
+            f'<tr class="{row}"><td class="name"><a href="/p/{n}">{n}</a></td><td class="score">{s}</td></tr>'
+            for n, s in zip(("ann", "bob", "cy"), scores)) + "</table>")
+    blueprint = Blueprint(fields={"name": FieldSpec("name", "td.name", "str"),
+                                  "profile": FieldSpec("profile", "td.name a", "str", "href"),
+                                  "score": FieldSpec("score", "td.score", "int", required=False)},
+                          items="table.stats tr.player")
+    before = table("stats", "player", (10, 20, 30))
+    res, got = run(blueprint, before, table("board", "member", (11, 22, 33)))
+    assert res.ok, res.reason
+    assert got == [{"name": n, "profile": f"/p/{n}", "score": s} for n, s in (("ann", 11), ("bob", 22), ("cy", 33))]
+    # the score column gone: the optional field stays empty, the rest heals
+    gone = table("board", "member", (0, 0, 0)).replace('<td class="score">0</td>', "")
+    res, got = run(blueprint, before, gone)
+    assert res.ok, res.reason
+    assert got == [{"name": n, "profile": f"/p/{n}", "score": None} for n in ("ann", "bob", "cy")]
+    # its old selector now finding other data (a text note) is refused, never returned as the score
+    other = gone.replace("</a></td>", '</a></td><td class="score">n/a</td>')
+    res, got = run(blueprint, before, other)
+    assert res.ok is False and "score" in res.reason, got
+
+
+def test_optional_field_gone_is_not_given_other_data():
+    blueprint = Blueprint(fields={"title": FieldSpec("title", "h1.t", "str"),
+                                  "price": FieldSpec("price", "b.price", "float"),
+                                  "note": FieldSpec("note", "span.note", "str", required=False)})
+    before = page('<div class="product"><h1 class="t">Claw Hammer</h1><b class="price">$14.99</b>'
+                  '<span class="note">Limited stock</span></div>')
+    after = page('<div class="pdp"><h1 class="pdp-title">Claw Hammer</h1><b class="pdp-price">$14.99</b></div>'
+                 '<footer><div class="newsletter"><p>News</p><span class="note">Subscribe to our newsletter</span></div></footer>')
+    res, got = run(blueprint, before, after)
+    assert res.ok is False and "note" in res.reason, got
+    # the note simply gone: the optional field stays empty and the rest heals
+    after = after.replace('<span class="note">Subscribe to our newsletter</span>', "")
+    res, got = run(blueprint, before, after)
+    assert res.ok, res.reason
+    assert got == {"title": "Claw Hammer", "price": 14.99, "note": None}
+
+
 def test_decoy_look_alike_never_wins():
     before = page('<aside class="promo"><p>Offers</p></aside><div class="detail"><div class="field-price">'
                   '<div class="readonly">59.00</div></div></div>')

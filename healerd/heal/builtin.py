@@ -16,8 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract
-from healerd.heal.fingerprint import Fingerprint, Page, fingerprint, norm_label, similarity, text_shape
+from healerd.extract import extract, first_number
+from healerd.heal.fingerprint import (
+    Fingerprint,
+    Page,
+    fingerprint,
+    near_closeness,
+    norm_label,
+    similarity,
+    text_shape,
+)
 from healerd.heal.selectors import (
     Selector,
     first_in,
@@ -166,7 +174,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                 break
 
     _drop_collisions_single(bp, after, old_nodes, decisions, details)
-    gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous") and bp.fields[n].required]
+    _settle_optional_single(bp, after, decisions, details)
+    gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]
     if gone:
         return _refusal(gone, decisions, details)
 
@@ -204,6 +213,30 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
 
 
 _EVIDENCE_RANK = {"current": 4, "exact": 3, "shared": 2, "near": 1, "label": 0}
+
+
+def _settle_optional_single(bp: Blueprint, after: Page, decisions: dict, details: dict) -> None:
+    """An optional field that was not found keeps its old selector only when that selector finds nothing now.
+
+    A null optional field is a right answer; the old selector now picking another node
+    (a newsletter box where a note was) would return a wrong value, so the field stays
+    "gone" and the heal is refused naming it.
+    """
+    root = after.tree.root
+    for name, (status, _cand, why) in list(decisions.items()):
+        spec = bp.fields[name]
+        if spec.required or status not in ("gone", "ambiguous"):
+            continue
+        node = after.index_of(root.css_first(spec.css))
+        value = after.value(node, spec.attr) if node is not None else None
+        if not value:
+            why = f"optional field not found ({why}); its old selector finds nothing, so it stays empty"
+            decisions[name] = ("kept", None, why)
+            details[name] = {**details.get(name, {}), "status": "kept", "why": why}
+        else:
+            why = f"optional field not found ({why}) and its old selector now finds other data ({value[:40]!r})"
+            decisions[name] = ("gone", None, why)
+            details[name] = {**details.get(name, {}), "status": "gone", "why": why}
 
 
 def _drop_collisions_single(bp: Blueprint, after: Page, old_nodes: dict, decisions: dict, details: dict) -> None:
@@ -399,13 +432,16 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         return HealResult(False, None, "items: the old blueprint found no records on the last good page", {})
     # old field nodes (fingerprints from the first record that has the field)
     fps: dict[str, Fingerprint] = {}
+    depth_in_record: dict[str, int] = {}    # how far below its record container the old node sat
     shared: dict[str, list[str]] = {n: [] for n in names}
     for name, spec in bp.fields.items():
         for k, c in enumerate(old_containers):
             node = before.index_of(before.nodes[c].css_first(spec.css))
             if node is not None:
                 fps[name] = fingerprint(before, node, old_raw[k][name])
+                depth_in_record[name] = before.depth[node] - before.depth[c]
                 break
+    old_kind = _OldKinds(before, old_containers, old_raw, bp)
     for name in names:
         for other in names:
             if other != name and _same_old_nodes(before, old_containers, bp.fields[name].css, bp.fields[other].css):
@@ -420,23 +456,34 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
     else:
         found = _find_containers(after, old_raw, bp)
-        if found is None:
-            details["items"] = {"status": "gone", "why": "record containers not found"}
-            return HealResult(False, None, "cannot heal: items (the records' values are not found on the page)",
-                              {}, details=details)
-        containers, records = found
-        items_css = relaxed_selector(after, bp.items, containers) or items_selector(after, containers)
-        if items_css is None:
-            details["items"] = {"status": "gone", "why": "no selector picks out exactly the record containers"}
-            return HealResult(False, None, "cannot heal: items (no selector picks out the record containers)",
-                              {}, details=details)
-        details["items"] = {"status": "healed", "selector": items_css, "count": len(containers),
-                            "why": f"{len(containers)} containers carrying the old records' values"}
+        if found is not None:
+            containers, records = found
+            why = f"{len(containers)} containers carrying the old records' values"
+        else:
+            # the values changed along with the layout: look for repeated nodes in which the
+            # old field selectors find values of the old kinds
+            containers = _containers_by_shape(bp, after, cur, depth_in_record, fps, old_kind)
+            if containers is None:
+                details["items"] = {"status": "gone", "why": "record containers not found"}
+                return HealResult(False, None, "cannot heal: items (the records' values are not found on the page)",
+                                  {}, details=details)
+            records = None
+            why = f"{len(containers)} containers in which the field selectors find values of the old kinds"
+        if containers == cur:
+            details["items"] = {"status": "kept", "why": why}
+        else:
+            items_css = relaxed_selector(after, bp.items, containers) or items_selector(after, containers)
+            if items_css is None:
+                details["items"] = {"status": "gone", "why": "no selector picks out exactly the record containers"}
+                return HealResult(False, None, "cannot heal: items (no selector picks out the record containers)",
+                                  {}, details=details)
+            details["items"] = {"status": "healed", "selector": items_css, "count": len(containers), "why": why}
 
     new_fields: dict[str, FieldSpec] = {}
     decisions: dict[str, tuple[str, str]] = {}
     for name, spec in bp.fields.items():
-        status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, fps.get(name))
+        status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, fps.get(name),
+                                                      old_kind)
         decisions[name] = (status, why)
         details[name] = {"status": status, "why": why, **info}
         if css:
@@ -457,7 +504,8 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
                     break
 
     _drop_collisions_items(bp, before, old_containers, after, containers, new_fields, decisions, details, shared)
-    gone = [n for n, (st, _) in decisions.items() if st != "healed" and st != "kept" and bp.fields[n].required]
+    _settle_optional_items(bp, after, containers, new_fields, decisions, details)
+    gone = [n for n, (st, _) in decisions.items() if st != "healed" and st != "kept"]
     if gone:
         reason = "cannot heal: " + ", ".join(f"{n} ({decisions[n][1]})" for n in gone)
         return HealResult(False, None, reason, {}, details=details)
@@ -476,10 +524,37 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     return HealResult(True, new_bp, summary, changed, confidence=round(conf, 3), details=details)
 
 
+def _settle_optional_items(bp, after: Page, containers, new_fields, decisions, details) -> None:
+    """An optional field that was not found keeps its old selector only when it finds nothing in the new records.
+
+    Otherwise the old selector would put other data into the field, so it stays "gone"
+    and the heal is refused naming it (a wrong value is worse than a refusal).
+    """
+    for name, spec in bp.fields.items():
+        if spec.required or decisions[name][0] in ("healed", "kept"):
+            continue
+        found = [v for v in (after.value(n, spec.attr) for n in (lexbor_first_in(after, c, spec.css) for c in containers)
+                             if n is not None) if v]
+        if not found:
+            why = f"optional field not found ({decisions[name][1]}); its old selector finds nothing, so it stays empty"
+            new_fields[name] = spec
+            decisions[name] = ("kept", why)
+        else:
+            why = (f"optional field not found ({decisions[name][1]}) and its old selector now finds other data "
+                   f"in {len(found)} records ({found[0][:40]!r})")
+            decisions[name] = ("gone", why)
+            new_fields.pop(name, None)
+        details[name] = {**details.get(name, {}), "status": decisions[name][0], "why": why}
+
+
 def _drop_collisions_items(bp, before, old_containers, after, containers, new_fields, decisions, details, shared) -> None:
-    """Fields with their own node in the old records must keep their own node in the new ones."""
+    """Fields with their own node in the old records must keep their own node in the new ones.
+
+    Checked on a sample of the containers: the question is whether most records share the node.
+    """
+    sample = _spread(containers, SAMPLE)
     def nodes(css):
-        return [lexbor_first_in(after, c, css) for c in containers]
+        return [lexbor_first_in(after, c, css) for c in sample]
     def strength(name):
         st = decisions[name][0]
         return 2.0 if st == "kept" else details[name].get("confidence", 0.5)
@@ -490,7 +565,7 @@ def _drop_collisions_items(bp, before, old_containers, after, containers, new_fi
             if b in shared[a] or decisions[a][0] not in ("healed", "kept") or decisions[b][0] not in ("healed", "kept"):
                 continue
             same = sum(1 for p, q in zip(got[a], got[b]) if p is not None and p == q)
-            if same * 2 < max(1, len(containers)):
+            if same * 2 < max(1, len(sample)):
                 continue
             loser = b if strength(a) >= strength(b) else a
             if decisions[loser][0] == "kept":
@@ -583,8 +658,10 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint) -> tuple[list[in
             slot = by_sig.setdefault(sig(a), {})
             if r not in slot or rank(a, n) > rank(*slot[r]):
                 slot[r] = (a, n)
-    # most records covered, then most fields found in them
-    top_sig = max(sorted(by_sig, key=str), key=lambda k: (len(by_sig[k]), sum(n for _, n in by_sig[k].values())))
+    # most records covered, then most fields found in them, then the widest (a row rather than
+    # the one cell holding every value still found: the fields whose values changed sit beside it)
+    top_sig = max(sorted(by_sig, key=str), key=lambda k: (len(by_sig[k]), sum(n for _, n in by_sig[k].values()),
+                                                          -min(after.depth[a] for a, _n in by_sig[k].values())))
     chosen_by_rec = {r: a for r, (a, _n) in by_sig[top_sig].items()}
     # enough of the records must be found: most of those with evidence, half of all
     if len(chosen_by_rec) < max(2, (n_rec + 1) // 2) or len(chosen_by_rec) < 0.8 * len(per_record):
@@ -596,19 +673,37 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint) -> tuple[list[in
     return nodes, [r for _, r in chosen]
 
 
-def _field_in_containers(after: Page, containers: list[int], records: list[int], old_raw: list,
-                         name: str, spec: FieldSpec, fp: Fingerprint | None) -> tuple[str, str | None, str, dict]:
-    """Choose a selector for one field that gives each record's old value inside its container."""
+def _field_in_containers(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
+                         name: str, spec: FieldSpec, fp: Fingerprint | None,
+                         kinds: "_OldKinds") -> tuple[str, str | None, str, dict]:
+    """Choose a selector for one field that gives each record's old value inside its container.
+
+    `records` maps each container to its old record; None when the containers were found
+    by structure (the values changed), and then only values of the old kind can be checked.
+    """
+    if records is None:
+        return _changed_values_in_containers(after, containers, spec, fp, kinds[name], None)
     wants = [old_raw[r].get(name) for r in records]
     exact_sets = [set(after.exact(v, spec.attr, within=c)) if v else set() for v, c in zip(wants, containers)]
     exact_sets = [{i for i in s if i != c} for s, c in zip(exact_sets, containers)]
     have = sum(1 for s in exact_sets if s)
     present = sum(1 for v in wants if v)
 
-    def evaluate(css_or_sel) -> tuple[int, int, float]:
-        hits = wrong = 0
+    # candidates are scored on a sample of the containers (big listings), the winner is checked on all
+    every = list(range(len(containers)))
+    sample = _spread(every, SAMPLE)
+    in_sample = set(sample)
+    have_s = sum(1 for k in sample if exact_sets[k])
+
+    def evaluate(css_or_sel, where: list[int] = every) -> tuple[int, int, float]:
+        """(records whose value it gives, records whose value it misses although present, mean likeness).
+
+        Likeness is averaged over the sampled containers only: it ranks, it does not count.
+        """
+        hits = wrong = sim_n = 0
         sims = 0.0
-        for c, want, s in zip(containers, wants, exact_sets):
+        for k in where:
+            c, want, s = containers[k], wants[k], exact_sets[k]
             if isinstance(css_or_sel, str):
                 node = lexbor_first_in(after, c, css_or_sel)
             else:
@@ -618,11 +713,12 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int],
             val = after.value(node, spec.attr)
             if want is not None and val == want:
                 hits += 1
-                if fp is not None:
+                if fp is not None and k in in_sample:
                     sims += similarity(fp, after, node)
+                    sim_n += 1
             elif s:
                 wrong += 1
-        return hits, wrong, sims / max(hits, 1)
+        return hits, wrong, sims / max(sim_n, 1)
 
     # the old selector may still be right inside the (new) containers
     h, w, _ = evaluate(spec.css)
@@ -632,9 +728,15 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int],
         near_info = _near_in_containers(after, containers, wants, spec, fp)
         if near_info is not None:
             return near_info
-        return "gone", None, "the records' old values are nowhere in their containers", {}
+        status, css, why, info = _changed_values_in_containers(after, containers, spec, fp, kinds[name], None)
+        if status == "gone":
+            why = f"the records' old values are nowhere in their containers; {why}"
+        return status, css, why, info
     if have < max(1, 0.6 * present):
-        return "gone", None, f"only {have} of {present} records still carry this field's value", {}
+        status, css, why, info = _changed_values_in_containers(after, containers, spec, fp, kinds[name], (wants, exact_sets))
+        if status == "gone":
+            why = f"only {have} of {present} records still carry this field's value; {why}"
+        return status, css, why, info
     # candidate selectors from the first containers holding the value
     seen: set[str] = set()
     cands: list[Selector] = []
@@ -653,23 +755,28 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int],
     cands = relaxations(spec.css) + cands   # loosened old selectors first: they keep the author's intent
     scored = []
     for sel in cands[:MAX_FIELD_SELECTORS]:
-        h, w, sim = evaluate(sel)
+        h, w, sim = evaluate(sel, sample)
         if h == 0:
             continue
         scored.append((h - 2 * w, sim, -(sel.cost if isinstance(sel, Selector) else 0.0), sel))
-        if h == have and w == 0 and len(scored) >= 3:
+        if h == have_s and w == 0 and len(scored) >= 3:
             break
     if not scored:
         return "gone", None, "no selector finds the value in the containers", {}
     scored.sort(key=lambda t: (-t[0], -t[1], -t[2], _css(t[3])))
     best = scored[0]
     net, sim, _, sel = best
-    if net < max(1, round(0.8 * have)):
-        return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
+    if net < max(1, round(0.8 * have_s)):
+        return "gone", None, f"the best selector finds only {net} of {have_s} records' values", {}
     css = _css(sel)
-    h, w, _ = evaluate(css)  # check with lexbor itself
+    h, w, _ = evaluate(css, sample)  # check with lexbor itself
     if h - 2 * w != net:
         return "gone", None, "selector disagreed under verification", {}
+    if len(sample) < len(containers):
+        h, w, _ = evaluate(css)  # and on every container
+        net = h - 2 * w
+        if net < max(1, round(0.8 * have)):
+            return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
     if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):
         return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {}
     conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
@@ -687,11 +794,17 @@ def _is_weak_all(values: list) -> bool:
 
 
 def _near_in_containers(after: Page, containers, wants, spec: FieldSpec, fp: Fingerprint | None):
-    """Values edited a little (a word added): one selector giving near values in most containers."""
+    """Values edited a little (a word added): one selector giving near values in most containers.
+
+    Looked for in a sample of the containers (near matching reads each container's subtree),
+    then the selector is checked on all of them.
+    """
     if fp is None:
         return None
+    sample = _spread(list(range(len(containers))), SAMPLE)
     tops: list[int | None] = []
-    for c, v in zip(containers, wants):
+    for k in sample:
+        c, v = containers[k], wants[k]
         near = after.near(v, spec.attr, within=c) if v else []
         near = [(i, cl) for i, cl in near if i != c and cl >= 0.5]
         if not near:
@@ -699,8 +812,8 @@ def _near_in_containers(after: Page, containers, wants, spec: FieldSpec, fp: Fin
             continue
         best = max(near, key=lambda t: (t[1], similarity(fp, after, t[0]), -t[0]))
         tops.append(best[0])
-    found = [(c, t) for c, t in zip(containers, tops) if t is not None]
-    if len(found) < max(1, round(0.8 * len(containers))):
+    found = [(containers[k], t) for k, t in zip(sample, tops) if t is not None]
+    if len(found) < max(1, round(0.8 * len(sample))):
         return None
     c0, t0 = found[0]
     for sel in relative_selectors(after, c0, t0, avoid_attr=spec.attr)[:MAX_FIELD_SELECTORS]:
@@ -709,6 +822,252 @@ def _near_in_containers(after: Page, containers, wants, spec: FieldSpec, fp: Fin
             sim = sum(similarity(fp, after, t) for _, t in found) / len(found)
             if sim < MIN_SIM_NEAR:
                 return None
+            if len(sample) < len(containers):
+                # every container: the selector's node nearly carries that record's old value
+                near_all = 0
+                for c, v in zip(containers, wants):
+                    node = lexbor_first_in(after, c, css)
+                    text = after.value(node, spec.attr) if node is not None and node != c else None
+                    if v and text and near_closeness(v, text, spec.attr) >= 0.5:
+                        near_all += 1
+                if near_all < max(1, round(0.8 * len(containers))):
+                    return None
             return "healed", css, "old values found nearly (edited text)", {"selector": css, "likeness": round(sim, 3),
                                                                              "confidence": 0.6}
     return None
+
+
+# ---------------------------------------------------------------------------
+# records whose values changed along with the layout
+# ---------------------------------------------------------------------------
+
+SAMPLE = 50               # containers scored per candidate; the winner is then checked on all
+MIN_KIND_SHARE = 0.8      # share of containers where a selector must give a value of the old kind
+_STRONG_LABEL_KINDS = ("column", "for", "dt", "label")
+
+
+def _spread(seq: list, k: int) -> list:
+    """Up to k members of seq, spread evenly through it (first and last included)."""
+    n = len(seq)
+    if n <= k:
+        return list(seq)
+    return [seq[(j * (n - 1)) // (k - 1)] for j in range(k)]
+
+
+def _value_kind(value: str) -> str:
+    """Coarse kind of a value: numbers stay numbers, dates dates, links links, any text is text."""
+    shape = text_shape(value)
+    if shape in ("number", "money"):
+        return "number"
+    if shape in ("word", "short", "text"):
+        return "text"
+    return shape
+
+
+def _node_sig(page: Page, i: int) -> tuple:
+    return page.tags[i], tuple(sorted(page.classes(i)))
+
+
+@dataclass
+class _OldKind:
+    """What one field's old values and nodes looked like, for checking values that changed.
+
+    kinds: the value kinds the old records had; distinct: the old records had different
+    values (a selector giving one constant text in every record is then wrong); foreign:
+    (tag, classes) of the other nodes in the old records: a look-alike that already sat in
+    the old records as something else is not this field moved.
+    """
+
+    kinds: frozenset
+    distinct: bool
+    foreign: frozenset
+    ftype: str
+
+    @classmethod
+    def of(cls, before: Page, old_containers: list[int], old_raw: list, name: str, spec: FieldSpec) -> "_OldKind":
+        vals = [r.get(name) for r in old_raw if r.get(name)]
+        own: set = set()
+        others: set = set()
+        for c in _spread(old_containers, 12):
+            node = before.index_of(before.nodes[c].css_first(spec.css))
+            mine = set(before.chain_members(node)) if node is not None and not spec.attr else (
+                {node} if node is not None else set())
+            own.update(_node_sig(before, j) for j in mine)
+            for j in range(c + 1, min(before.end[c], c + 400)):
+                if j not in mine:
+                    others.add(_node_sig(before, j))
+        return cls(frozenset(_value_kind(v) for v in vals), len(set(vals)) > 1, frozenset(others - own), spec.type)
+
+    def fits(self, value: str | None) -> bool:
+        if not value or _value_kind(value) not in self.kinds:
+            return False
+        return self.ftype == "str" or first_number(value) is not None
+
+
+class _OldKinds(dict):
+    """field name -> _OldKind, computed on first use (only fields whose values changed need it)."""
+
+    def __init__(self, before: Page, old_containers: list[int], old_raw: list, bp: Blueprint):
+        super().__init__()
+        self._args = (before, old_containers, old_raw, bp)
+
+    def __missing__(self, name: str) -> _OldKind:
+        before, old_containers, old_raw, bp = self._args
+        got = self[name] = _OldKind.of(before, old_containers, old_raw, name, bp.fields[name])
+        return got
+
+
+@dataclass
+class _Trial:
+    """One selector tried inside the containers (see `_try_in_containers`)."""
+
+    css: str
+    nodes: tuple
+    share: float          # containers where it gives a value of the old kind
+    sim: float            # mean likeness of its nodes to the old node
+    foreign: float        # share of its nodes that look like another node of the old records
+    order: int
+
+    @property
+    def score(self) -> float:
+        return self.share + self.sim
+
+    def conflicts(self, other: "_Trial") -> bool:
+        """True when the two give different nodes in some container where both find one."""
+        return any(a is not None and b is not None and a != b for a, b in zip(self.nodes, other.nodes))
+
+
+def _try_in_containers(after: Page, sample: list[int], css: str, spec: FieldSpec, fp: Fingerprint,
+                       kind: _OldKind, order: int) -> _Trial | None:
+    nodes = tuple(lexbor_first_in(after, c, css) for c in sample)
+    found = [n for n in nodes if n is not None]
+    if not found:
+        return None
+    fit = sum(1 for n in found if kind.fits(after.value(n, spec.attr)))
+    sim = sum(similarity(fp, after, n) for n in found) / len(found)
+    foreign = sum(1 for n in found if _node_sig(after, n) in kind.foreign) / len(found)
+    return _Trial(css, nodes, fit / len(sample), sim, foreign, order)
+
+
+def _changed_values_in_containers(after: Page, containers: list[int], spec: FieldSpec, fp: Fingerprint | None,
+                                  kind: _OldKind, anchors) -> tuple[str, str | None, str, dict]:
+    """The field's values changed: the old selector, or a loosened form of it, inside the containers.
+
+    Loosened forms drop one compound's classes, tag or step (`relaxations`). A selector is
+    accepted only when it gives a value of the old kind (numbers stay numbers...) in at least
+    MIN_KIND_SHARE of the containers, its nodes look like the old node and were not another
+    node of the old records, and it beats any selector giving other nodes by MARGIN. Scored
+    on a sample of containers, then checked on all. `anchors` (wants, exact_sets): where a
+    record's old value is still in its container, the selector must give it.
+    """
+    if fp is None or not kind.kinds or not containers:
+        return "gone", None, "no old values of this field to compare with", {}
+    sample = _spread(containers, SAMPLE)
+    trials: list[_Trial] = []
+    for k, css in enumerate([spec.css] + relaxations(spec.css)):
+        t = _try_in_containers(after, sample, css, spec, fp, kind, k)
+        if t is not None:
+            trials.append(t)
+    if not trials:
+        return "gone", None, "the old selector and its loosened forms find nothing in the records", {}
+    trials.sort(key=lambda t: (-t.score, t.order))
+    best = trials[0]
+    runner = next((t for t in trials[1:] if t.conflicts(best)), None)
+    if best.share < MIN_KIND_SHARE:
+        return "gone", None, (f"values changed and no selector gives values of the old kind "
+                              f"({best.css!r} in {best.share:.0%} of the records)"), {}
+    floor = MIN_SIM_LABEL_SAME_TAG if after.tags[next(n for n in best.nodes if n is not None)] == fp.tag else MIN_SIM_LABEL
+    if best.sim < floor:
+        return "gone", None, f"values changed; {best.css!r} finds unlike nodes (likeness {best.sim:.2f})", {}
+    if best.foreign > 0.2:
+        return "gone", None, f"values changed; {best.css!r} finds nodes that were another part of the old records", {}
+    if runner is not None and best.score - runner.score < MARGIN:
+        return "ambiguous", None, (f"values changed; {best.css!r} and {runner.css!r} both give values of the old kind "
+                                   f"({best.score:.2f} vs {runner.score:.2f})"), {}
+    if fp.label and fp.label_kind in _STRONG_LABEL_KINDS:
+        labels = [after.label(n) for n in best.nodes[:5] if n is not None]
+        if labels and all(lb and lb != fp.label for lb in labels):
+            return "gone", None, f"values changed; {best.css!r} is now labelled {labels[0]!r}, not {fp.label!r}", {}
+    # the winner on every container
+    nodes = [lexbor_first_in(after, c, best.css) for c in containers]
+    vals = [after.value(n, spec.attr) if n is not None else None for n in nodes]
+    share = sum(1 for v in vals if kind.fits(v)) / len(containers)
+    if share < MIN_KIND_SHARE:
+        return "gone", None, f"values changed; {best.css!r} gives values of the old kind in only {share:.0%} of the records", {}
+    if kind.distinct and len(containers) >= 3 and len({v for v in vals if v}) < 2:
+        return "gone", None, f"values changed; {best.css!r} gives the same text in every record", {}
+    if anchors is not None:
+        wants, exact_sets = anchors
+        held = [(v, w) for v, w, s in zip(vals, wants, exact_sets) if s]
+        if held and sum(1 for v, w in held if v == w) < MIN_KIND_SHARE * len(held):
+            return "gone", None, f"values changed; {best.css!r} misses the records whose old values are still there", {}
+    conf = round(min(0.7, 0.3 + 0.4 * best.sim), 3)
+    why = ("values changed; the old selector still gives values of the old kind" if best.css == spec.css
+           else "values changed; loosened old selector gives values of the old kind")
+    return "healed", best.css, why, {"selector": best.css, "likeness": round(best.sim, 3), "confidence": conf}
+
+
+def _containers_by_shape(bp: Blueprint, after: Page, cur: list, depth_in_record: dict, fps: dict,
+                         old_kind: dict) -> list[int] | None:
+    """Record containers when no old value is left: repeated nodes where the old field selectors give old kinds.
+
+    Candidates: what the old items selector and its loosened forms match, and the ancestors
+    of the old field selectors' matches at the old record depth (and one above, for an added
+    wrapper), grouped by tag and parent kind. A candidate list passes when every required
+    field's old selector gives values of the old kind in MIN_KIND_SHARE of it; the best
+    must beat any other list (not nested one-to-one in it) by MARGIN.
+    """
+    fields = [(n, s) for n, s in bp.fields.items() if n in fps and old_kind[n].kinds]
+    if not fields or not any(s.required for _n, s in fields):
+        return None
+    lists: list[list[int]] = []
+    if cur and all(c is not None for c in cur):
+        lists.append(cur)
+    for css in relaxations(bp.items):
+        lists.append([after.index_of(n) for n in after.tree.css(css)])
+    for name, spec in fields:
+        hits = [after.index_of(n) for n in after.tree.css(spec.css)]
+        for up in (depth_in_record[name], depth_in_record[name] + 1):
+            groups: dict[tuple, set[int]] = {}
+            for h in hits:
+                a = h
+                for _ in range(up):
+                    a = after.parent[a] if a >= 0 else -1
+                if a >= 0:
+                    p = after.parent[a]
+                    sig = (after.tags[a], after.tags[p] if p >= 0 else "", tuple(sorted(after.classes(p))) if p >= 0 else ())
+                    groups.setdefault(sig, set()).add(a)
+            lists.extend(sorted(g) for _s, g in sorted(groups.items(), key=lambda kv: min(kv[1])))
+    seen: set[tuple] = set()
+    scored = []
+    for nodes in lists:
+        key = tuple(nodes)
+        if key in seen or len(nodes) < 2 or any(after.contains(a, b) for a, b in zip(nodes, nodes[1:])):
+            continue
+        seen.add(key)
+        if len(seen) > 24:
+            break
+        sample = _spread(nodes, SAMPLE)
+        total, sims, ok = 0.0, 0.0, True
+        for name, spec in fields:
+            t = _try_in_containers(after, sample, spec.css, spec, fps[name], old_kind[name], 0)
+            good = t is not None and t.share >= MIN_KIND_SHARE and t.foreign <= 0.2
+            if good and old_kind[name].distinct and len(sample) >= 3:
+                good = len({after.value(n, spec.attr) for n in t.nodes if n is not None}) > 1
+            if not good and spec.required:
+                ok = False
+                break
+            if good:
+                total += t.share
+                sims += t.sim
+        if ok and total:
+            scored.append((total / len(fields) + sims / len(fields), key))
+    if not scored:
+        return None
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    best_score, best = scored[0]
+    for score, other in scored[1:]:
+        nested = len(other) == len(best) and all(after.contains(a, b) or after.contains(b, a) for a, b in zip(best, other))
+        if not nested and best_score - score < MARGIN:
+            return None
+    return list(best)

@@ -70,6 +70,23 @@ def norm_label(text: str) -> str:
     return collapse(text).lower().strip(" :*¶#").strip()
 
 
+def near_closeness(value: str, text: str, attr: str | None) -> float:
+    """0..1 closeness when `text` nearly carries `value` (one contains the other, bounded length), else 0.
+
+    A longer text must contain the value whole; a shorter one counts only for text (attribute
+    values such as URLs and ids count only when the old value is kept whole) and from 4 characters.
+    """
+    lv, lt = len(value), len(text)
+    if lv < 4 or lt == lv or lt < int(lv * 0.6) or lt > lv * 3 + 40:
+        return 0.0
+    if lt > lv:
+        if value not in text:
+            return 0.0
+    elif attr or text not in value or lt < 4:
+        return 0.0
+    return min(lt, lv) / max(lt, lv)
+
+
 class Page:
     """One parsed page with per-element indexes (element order = document order)."""
 
@@ -169,28 +186,32 @@ class Page:
         return hits
 
     def near(self, value: str, attr: str | None, within: int | None = None, limit: int = 50) -> list[tuple[int, float]]:
-        """Elements whose value contains `value` or is contained in it (bounded length); with a 0..1 closeness."""
+        """Elements whose value contains `value` or is contained in it (bounded length); with a 0..1 closeness.
+
+        With `within`, only that subtree is read (not the whole page index), so looking in
+        every record container of a listing costs one pass over the page, not one per container.
+        """
         if len(value) < 4:
             return []
         out: list[tuple[int, float]] = []
-        lv = len(value)
-        lo, hi = int(lv * 0.6), lv * 3 + 40
-        source = self.attr_index(attr) if attr else self.text_index
-        for text, idxs in source.items():
-            lt = len(text)
-            if lt == lv or lt < lo or lt > hi:
-                continue
-            if lt > lv:
-                if value not in text:
-                    continue
-            elif attr or text not in value or lt < 4:
-                continue  # attribute values (URLs, ids) only count when the old value is kept whole
-            closeness = min(lt, lv) / max(lt, lv)
-            for i in idxs:
-                if within is None or self.contains(within, i):
+        if within is not None and self.end[within] - within < len(self.text_index):
+            for i in range(within, self.end[within]):
+                text = self.value(i, attr)
+                ok = text and (attr or len(text) <= MAX_INDEXED_TEXT)   # as the text index holds them
+                closeness = near_closeness(value, text, attr) if ok else 0.0
+                if closeness:
                     out.append((i, closeness))
-            if len(out) > limit * 4:
-                break
+        else:
+            source = self.attr_index(attr) if attr else self.text_index
+            for text, idxs in source.items():
+                closeness = near_closeness(value, text, attr)
+                if not closeness:
+                    continue
+                for i in idxs:
+                    if within is None or self.contains(within, i):
+                        out.append((i, closeness))
+                if len(out) > limit * 4:
+                    break
         out.sort(key=lambda t: (-t[1], t[0]))
         return out[:limit]
 
