@@ -40,6 +40,7 @@ import httpx
 
 from healerd import __version__, errors
 from healerd.classify import detect_block
+from healerd.sanitize import is_secret_key
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
@@ -52,7 +53,6 @@ CHUNK = 65536
 ERROR_BODY_LIMIT = 262_144   # bytes of a 4xx/5xx page kept to recognise a bot wall
 NOT_BLOCKS = (404, 410, 429)  # 4xx statuses whose body is never taken for a bot wall (nor 5xx but 503)
 
-_SECRET_PARAM = re.compile(r"token|key|secret|passw|pwd|auth|session|sig|credential", re.I)
 _CONTROL = re.compile(r"[\x00-\x20\x7f]")
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
 _META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.I)
@@ -83,7 +83,7 @@ def mask_url(url: str) -> str:
     parts = []
     for pair in rest.split("&"):
         name, eq, _value = pair.partition("=")
-        if eq and _SECRET_PARAM.search(name):
+        if eq and is_secret_key(name):   # the same rule as every other mask: `author`, `keyword` stay
             parts.append(f"{name}=***")
         else:
             parts.append(pair)

@@ -5,11 +5,13 @@
 It is idempotent: masking masked text changes nothing. `find_secrets` names the
 kinds of secret a text still carries, so a caller can refuse to store it.
 
-What counts as a secret: credentials in URLs, secret-looking query parameters and
+What counts as a secret: credentials in URLs, query parameters named like a secret (by
+word, as `is_secret_key` judges: `api_token`, `authToken`, `accessKey`, `PHPSESSID`),
 `name=value` / `"name": "value"` pairs, Authorization and Cookie headers, AWS keys,
 GitHub/GitLab/Slack/OpenAI/Stripe/Google/npm tokens, JWTs, private key blocks,
 e-mail addresses (the local part), long random-looking strings (high Shannon
-entropy), and every literal the caller names (a source's header and cookie values).
+entropy), and every literal the caller names (`source_secrets`: a source's cookie values
+and the values of its secret-named headers).
 Ordinary words, CSS class names, URL paths, UUIDs, numbers, dates and prices stay.
 """
 
@@ -24,12 +26,6 @@ from urllib.parse import quote
 MASK = "***"
 MIN_LITERAL = 5  # shorter extra secrets are not replaced literally (they would mask ordinary words)
 
-# Query parameters (after ? & or ;) whose values are masked.
-_PARAM_NAMES = (
-    r"token|access_token|refresh_token|id_token|auth_token|api_key|apikey|api-key|key|secret|client_secret"
-    r"|password|passwd|pwd|pass|auth|session|sessionid|session_id|sid|signature|sig|code|private_token"
-    r"|x-amz-[a-z-]+|x-goog-[a-z-]+"
-)
 # Names in free text (`name=value`, `name: value`, `"name": "value"`): stricter, as `key` or `code`
 # are ordinary words there.
 _ASSIGN_NAMES = (
@@ -41,7 +37,7 @@ _ASSIGN_NAMES = (
 _SECRET_WORDS = frozenset({
     "token", "secret", "password", "passwd", "pwd", "auth", "authorization", "cookie", "cookies",
     "session", "sessionid", "sid", "credential", "credentials", "apikey", "privatekey", "accesskey",
-    "csrftoken", "xsrf", "jwt", "bearer", "passphrase",
+    "csrftoken", "csrf", "xsrf", "jwt", "bearer", "passphrase", "sessid", "phpsessid", "jsessionid",
 })
 _SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"),
                            ("client", "secret"), ("session", "id")})
@@ -177,6 +173,11 @@ def _assignment(m: re.Match) -> str:
     return m.group(1) + MASK
 
 
+def _secret_param(m: re.Match) -> str:
+    """`?api_token=***`: a query parameter named like a secret (by word, as for mapping keys)."""
+    return m.group(1) + MASK if is_secret_key(m.group(2)) else m.group(0)
+
+
 _RULES: tuple[_Rule, ...] = (
     _Rule("private_key",
           r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
@@ -202,8 +203,8 @@ _RULES: tuple[_Rule, ...] = (
           _openai),
     _Rule("google_api_key", r"\b(AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", _keep_prefix()),
     _Rule("npm_token", r"\b(npm_)[A-Za-z0-9]{36}\b", _keep_prefix()),
-    _Rule("secret_param", rf"([?&;](?:{_PARAM_NAMES})=)(?!\*\*\*(?:[&#\s\"'<>]|$))([^&#\s\"'<>]+)",
-          _keep_prefix(), re.IGNORECASE),
+    _Rule("secret_param", r"([?&;]([A-Za-z0-9_.\[\]-]+)=)(?!\*\*\*(?:[&#\s\"'<>]|$))([^&#\s\"'<>]+)",
+          _secret_param),
     _Rule("secret_assignment",
           r"((?<![A-Za-z0-9_-])[\"']?([A-Za-z0-9_-]{3,})[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&}{\[][^\s\"',;&}]*)",
           _assignment),
@@ -268,6 +269,62 @@ def is_secret_key(name: Any) -> bool:
     if any(w in _SECRET_WORDS for w in words):
         return True
     return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
+
+
+def is_secret_header(name: Any) -> bool:
+    """True for a request header whose value is a credential (Authorization, Cookie, X-Api-Key,
+    X-CSRF-Token, X-Signature, ...); False for User-Agent, Referer, Accept-Language, X-Client, ...
+
+    Only these count as a source's secrets: masking the value of `X-Client: price` or the words
+    of a User-Agent wherever they occur would blank out ordinary page text and selectors.
+    """
+    if not isinstance(name, str) or name.strip().lower() in _HARMLESS_HEADERS:
+        return False
+    words = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    return is_secret_key(name) or bool(words and words[-1] in _SECRET_EXACT)
+
+
+def _pair_values(value: str) -> list[str]:
+    """The values of the `name=value` pairs in `value` (`sid=x; lang=en`, `a=1&b=2`)."""
+    out = []
+    for piece in re.split(r"[;,&]", value):
+        name, eq, val = piece.partition("=")
+        val = val.strip().strip("\"'")
+        if eq and re.fullmatch(r"[\w.$-]+", name.strip()) and val:
+            out.append(val)
+    return out
+
+
+def source_secrets(headers: Any, cookies: Any) -> list[str]:
+    """The literal secret values of a source's request settings, to be masked wherever they occur.
+
+    Every cookie value (cookies are session state) and the value of every secret-named header
+    (`is_secret_header`), each whole and split into the values of its `name=value` pairs; the
+    credential after an auth scheme (`Bearer x`, `Basic x`, `Token x`) split into its words.
+    Nothing else is split into words: a word of a value is usually an ordinary word.
+    Values shorter than 4 characters are left out.
+    """
+    found: set[str] = set()
+
+    def add(value: str) -> None:
+        value = value.strip().strip("\"'")
+        found.add(value)
+        found.update(_pair_values(value))
+
+    for name, value in (headers or {}).items():
+        if not isinstance(value, str) or not is_secret_header(name):
+            continue
+        add(value)
+        scheme = _AUTH_SCHEME.match(value.strip())
+        if scheme:
+            credential = value.strip()[scheme.end():]
+            add(credential)
+            for word in credential.split():
+                add(word.strip(",;"))
+    for value in (cookies or {}).values():
+        if isinstance(value, str):
+            add(value)
+    return sorted(x for x in found if len(x) >= 4)
 
 
 def mask_mapping(d: Any, extra_secrets: Iterable[str] = ()) -> Any:

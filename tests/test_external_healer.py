@@ -192,6 +192,59 @@ def test_no_source_secret_reaches_the_healer(serve):
         assert bp["url"] == "http://***:***@127.0.0.1:8080/stats?api_key=***&page=2"
 
 
+SHOP_URL = "http://shop.example/list"
+
+SHOP_PAGE = f"""<html><body><p>Signed in with session {SESSION}; token {BEARER}</p>
+<form><input type="hidden" name="cart" value="c4rt-99f1"></form>
+<nav><a href="{SHOP_URL}?page=3">next</a> <a href="http://shop.example/os/linux">Linux</a></nav>
+<table class="goods"><tr class="product"><td class="title">Mozilla mug</td><td class="price">12.50</td></tr>
+</table></body></html>"""
+
+SHOP = from_dict({
+    "url": f"{SHOP_URL}?page=2", "every": "1h", "items": "table.items tr.item",
+    "fields": {"title": {"css": "td.name"}, "price": {"css": "td.price", "type": "float"}},
+    "headers": {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64)", "Referer": SHOP_URL,
+                "Accept-Language": "en-US,en;q=0.9", "X-Client": "price", "Authorization": f"Bearer {BEARER}"},
+    "cookies": {"sessionid": SESSION, "prefs": "theme=dark-mode&cart=c4rt-99f1"},
+})
+
+
+def test_harmless_headers_are_not_treated_as_secrets():
+    lits = secret_literals(SHOP)
+    assert BEARER in lits and f"Bearer {BEARER}" in lits and SESSION in lits
+    assert "dark-mode" in lits and "c4rt-99f1" in lits   # cookie values, split on name=value pairs
+    for harmless in ("price", "Linux", "x86_64)", "Mozilla/5.0", SHOP_URL, "en-US", "Bearer", "theme"):
+        assert harmless not in lits, harmless
+    # Only the credential after an auth scheme is split off; other secret headers count whole.
+    lits = secret_literals(from_dict({"url": SHOP_URL, "fields": {"a": {"css": "a"}}, "headers": {
+        "Authorization": "Token abcd1234", "X-Api-Key": "key part two", "Cookie": "sid=zz99yy88; lang=en"}}))
+    assert {"abcd1234", "key part two", "zz99yy88"} <= set(lits)
+    assert not {"part", "two", "Token", "sid", "lang"} & set(lits)
+
+
+def test_a_source_with_harmless_headers_still_shows_its_page_to_the_healer(serve):
+    server = serve(lambda path, req: (500, b"{}"))
+    ctx = make_ctx(source_name="shop", url=f"{SHOP_URL}?page=2", blueprint=SHOP, current_html=SHOP_PAGE,
+                   original_html=SHOP_PAGE.replace("goods", "items").replace("product", "item"),
+                   html_diff='- <table class="items">\n+ <table class="goods">\n  <td class="price">',
+                   error_message="required field title is null", validation_errors=["required field title is null"],
+                   validation_report=f"FAILED: title null; Cookie: sessionid={SESSION}; price ok")
+    client_for(server).heal_cycle(ctx, 5, [])
+    raw = server.requests[0][2]
+    text = raw.decode("utf-8")
+    assert BEARER not in text and SESSION not in text and "c4rt-99f1" not in text
+    files = json.loads(raw)["failed_files"]
+    for name in ("page.html", "last_good.html"):
+        page = files[name]
+        assert '<td class="price">12.50</td>' in page and ">Linux</a>" in page and "Mozilla mug" in page, page
+        assert f'href="{SHOP_URL}?page=3"' in page and 'href="http://shop.example/os/linux"' in page, page
+    assert '<td class="price">' in files["diff.txt"]
+    bp = json.loads(files["blueprint.json"])
+    assert bp["fields"]["price"]["css"] == "td.price" and bp["url"] == f"{SHOP_URL}?page=2"
+    messages = json.dumps(build_messages(ctx, 5, []))
+    assert "td.price" in messages and SHOP_URL in messages and BEARER not in messages and SESSION not in messages
+
+
 def test_two_requests_for_the_same_context_are_byte_identical(serve):
     server = serve(lambda path, req: (500, b"{}"))
     client = client_for(server)
@@ -448,7 +501,7 @@ def test_the_prompt_tiers():
     ("sessionid=q1w2e3r4 was used", "q1w2e3r4"),
     ('{"password": "hunter2", "user": "bob"}', "hunter2"),
     ("key AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE"),
-    ("hash 0123456789abcdef0123456789abcdef0123 here", "0123456789abcdef0123456789abcdef0123"),
+    ("value 0123456789abcdef0123456789abcdef0123 here", "0123456789abcdef0123456789abcdef0123"),
     ("b64 aGVsbG8gd29ybGQgdGhpcyBpcyBhIHRlc3Q9Pz8/ here", "aGVsbG8gd29ybGQgdGhpcyBpcyBhIHRlc3Q9Pz8/"),
     ("k sk-live-4eC39HqLyjWDarjtT1zdp7dc8dLx9kQ2 k", "4eC39HqLyjWDarjtT1zdp7dc8dLx9kQ2"),
     ("write to john.doe+x@example.co.uk today", "john.doe"),

@@ -389,6 +389,8 @@ def test_mask_url():
         "https://***@h.com/a?access_token=***&x=2&Signature=***#f"
     assert mask_url("http://h/?sessionid=9&page=2&password=pw&auth=a") == \
         "http://h/?sessionid=***&page=2&password=***&auth=***"
+    assert mask_url("http://h/x?PHPSESSID=abc123&page=2&sessid=zz&q=shoes&author=ann") == \
+        "http://h/x?PHPSESSID=***&page=2&sessid=***&q=shoes&author=ann"
     assert mask_url("http://h/plain") == "http://h/plain"
     assert mask_url("http://h/a\nFAKE LOG LINE") == "http://h/a%0AFAKE%20LOG%20LINE"
     assert mask_url(None) == "<not a URL>"

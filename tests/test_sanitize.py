@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from healerd.sanitize import find_secrets, looks_like_key, mask_mapping, mask_text, mask_url
+from healerd.heal.external import sanitize_for_healer
+from healerd.sanitize import find_secrets, is_secret_header, looks_like_key, mask_mapping, mask_text, mask_url
 
 # (text, a fragment that must be gone, what must be there instead, the kind find_secrets names)
 SECRETS = [
@@ -75,7 +76,29 @@ ORDINARY = [
     "retina logo@2x.png and icon@3x.webp",
     "selector table.stats > tr.player > td.name matched 0 of 25 nodes; max_tokens=400",
     "PARSE_ERROR: required field score is null (td.score matched nothing)",
+    "https://shop.example/search?author=ann&keyword=sale&zip_code=1010&max_tokens=5&passage=3",
     "",
+]
+
+# Secrets both sanitizers must catch alike: mask_text (fetch errors, logs, alerts, the fix memory) and
+# sanitize_for_healer (what the external healer sees). (text, fragment that must be gone, hint left)
+BOTH_SIDES = [
+    ("GET https://shop.example/api?api_token=Qw3rTy9Zx&page=2", "Qw3rTy9Zx", "?api_token=***&page=2"),
+    ("GET https://shop.example/api?authToken=Qw3rTy9Zx&page=2", "Qw3rTy9Zx", "?authToken=***&page=2"),
+    ("GET https://shop.example/api?page=2&accessKey=Qw3rTy9Zx", "Qw3rTy9Zx", "&accessKey=***"),
+    ("fetch https://shop.example/cart?PHPSESSID=8f2k3j4h5g6f7d8s&step=2", "8f2k3j4h5g6f7d8s",
+     "?PHPSESSID=***&step=2"),
+    ("fetch https://shop.example/cart?step=2&sessid=a1b2c3d4", "a1b2c3d4", "&sessid=***"),
+    ("push with ghp_16C7e42F292c6912E7710c838347Ae178B4a done", "16C7e42F292c", "with ghp_*** done"),
+    ("slack xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGh", "slack xoxb-***"),
+    ("slack xoxp-1234567890-0987654321-AbCdEf", "0987654321", "slack xoxp-***"),
+    ("charge with sk_live_4eC39HqLyjWDarjt now", "4eC39HqLyjW", "with sk_live_*** now"),
+    ("charge with sk_test_4eC39HqLyjWDarjt now", "4eC39HqLyjW", "with sk_test_*** now"),
+    ("restricted rk_live_51K8lKDCAAR38864M0 key", "51K8lKDC", "restricted rk_live_*** key"),
+    ("login failed, password: hunter2! given", "hunter2", "password: ***"),
+    ("login failed, password=hunter2! given", "hunter2", "password=***"),
+    ("session token: 9f86d081884c7d65 expired", "9f86d081884c7d65", "token: ***"),
+    ("X-CSRF-Token: Zq81kdAb3xYw\nAccept: text/html", "Zq81kdAb3xYw", "X-CSRF-Token: ***\nAccept: text/html"),
 ]
 
 
@@ -94,8 +117,30 @@ def test_ordinary_text_is_not_masked(text):
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize("mask", [mask_text, sanitize_for_healer], ids=["mask_text", "sanitize_for_healer"])
+@pytest.mark.parametrize("text,gone,hint", BOTH_SIDES, ids=[str(i) for i in range(len(BOTH_SIDES))])
+def test_both_sanitizers_mask_the_same_secrets(mask, text, gone, hint):
+    out = mask(text)
+    assert gone not in out and hint in out, out
+    assert mask(out) == out
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_not_masked_for_the_healer_either(text):
+    assert sanitize_for_healer(text) == text
+
+
+def test_only_secret_named_headers_are_secret():
+    for name in ("Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "X-Auth-Token", "X-CSRF-Token",
+                 "X-Goog-Api-Key", "X-Access-Key", "X-Session", "X-Signature", "api-key"):
+        assert is_secret_header(name), name
+    for name in ("User-Agent", "Referer", "Accept-Language", "Accept", "X-Client", "X-Requested-With", "Origin",
+                 "Cache-Control", "X-Forwarded-For", None):
+        assert not is_secret_header(name), name
+
+
 def test_masking_is_idempotent():
-    for text in [s[0] for s in SECRETS] + ORDINARY:
+    for text in [s[0] for s in SECRETS] + [s[0] for s in BOTH_SIDES] + ORDINARY:
         once = mask_text(text)
         assert mask_text(once) == once, text
 

@@ -17,13 +17,14 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
 from healerd.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.diagnosis import DiagnosisContext
 from healerd.heal.sandbox import ParserRejected, check_parser_source
+from healerd.sanitize import mask_text, source_secrets
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")
@@ -95,8 +96,6 @@ _HEADER_LINE = re.compile(r"(?im)\b((?:proxy-)?authorization|(?:set-)?cookie|x-a
 _QUOTED_KV = re.compile(rf"(?i)([\"'][\w.-]*{_SECRET_KEY}[\"']\s*:\s*[\"'])([^\"'\r\n]+)([\"'])")
 _KV = re.compile(rf"(?i)(?<![\w.-])([\w.-]*{_SECRET_KEY}=)([^&\s\"'<>;,]+)")
 _AWS = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
-_LONG = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{32,}={0,2}(?![A-Za-z0-9+/_=-])")
 
 
 def _char_class(c: str) -> str:
@@ -136,10 +135,13 @@ def _mask_userinfo(m: re.Match) -> str:
 
 
 def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -> str:
-    """`text` with secrets masked as ***: bearer/basic tokens, auth and cookie header values,
+    """`text` with secrets masked as ***: every string in `literals` (the source's own
+    header/cookie/URL secrets), bearer/basic tokens, auth and cookie header values,
     secret-looking key=value pairs (api_key=..., sessionid=..., "password": "..."),
-    credentials in URLs, AWS access keys, long random-looking hex/base64 keys, emails,
-    and every string in `literals` (the source's own header/cookie/URL secrets)."""
+    credentials in URLs, AWS access keys, then everything `mask_text` masks in logs and the
+    fix memory (GitHub/Slack/Stripe tokens, `password: x`, secret query parameters, emails,
+    long random-looking keys), so both sides catch the same secrets and keep the same
+    ordinary text (class names, hashed file names, UUIDs)."""
     if not text:
         return text or ""
     for lit in sorted({x for x in literals if x and len(x) >= 4}, key=len, reverse=True):
@@ -151,9 +153,7 @@ def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -
     text = _QUOTED_KV.sub(lambda m: m.group(1) + MASK + m.group(3), text)
     text = _KV.sub(lambda m: m.group(1) + MASK, text)
     text = _AWS.sub(MASK, text)
-    text = _EMAIL.sub(f"{MASK}@{MASK}", text)
-    text = _LONG.sub(lambda m: MASK if _looks_random(m.group(0)) else m.group(0), text)
-    return text
+    return mask_text(text)
 
 
 def mask_url(url: str | None) -> str | None:
@@ -173,14 +173,10 @@ def mask_url(url: str | None) -> str | None:
 
 
 def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
-    """The literal secret values a source's blueprint holds: header and cookie values (and
-    their parts, e.g. the token after "Bearer"), URL credentials, secret query values."""
-    found: set[str] = set()
-    for value in list(bp.headers.values()) + list(bp.cookies.values()):
-        found.add(value.strip())
-        found.update(p.strip(";,") for p in value.split())
-        for piece in re.split(r"[;,]\s*", value):
-            found.add(piece.partition("=")[2].strip())
+    """The literal secret values a source's blueprint holds: its cookie values and the values of
+    its secret-named headers (`source_secrets`: `Authorization: Bearer x` gives x, a harmless
+    `User-Agent` or `X-Client: price` gives nothing), URL credentials, secret query values."""
+    found: set[str] = set(source_secrets(bp.headers, bp.cookies))
     for u in (bp.url, url):
         if not u:
             continue
@@ -191,8 +187,6 @@ def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
         for x in (parts.username, parts.password):
             if x:
                 found.add(x)
-                from urllib.parse import unquote
-
                 found.add(unquote(x))
         for piece in re.split(r"[&;]", parts.query):
             name, _, value = piece.partition("=")
