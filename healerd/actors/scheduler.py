@@ -5,21 +5,34 @@ On every Tick from the main thread it dispatches due sources to the Scraper pool
 crawl-delay), hands claimed FIX_SOURCE tasks to the Doctor one at a time, and
 expires quarantines. It reads SQLite through its own connection and writes only
 through the StoreWriter.
+
+One bad site must not hurt the others, so:
+- the due query skips the hosts that cannot take a request now and takes the
+  sources round-robin across hosts, so a host with a long backlog cannot fill the
+  window that another host's due source needs (`select_due`);
+- a job goes only to an idle Scraper: a Scraper works one job at a time, so a job
+  queued behind a page that trickles until its deadline would wait as long;
+- a job whose outcome never comes back (the actor holding it was replaced after a
+  crash, its queue lost) is given up after `stale_after`, so the source runs again
+  and its host gets its slot back.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+import apsw
 import pykka
 
 from healerd.actors.base import ServiceActor
 from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
+from healerd.fetch import DEADLINE_FACTOR
 from healerd.robots import RobotsPolicy
 from healerd.store.db import rows
 from healerd.store.sources import SourceNotFound
@@ -27,15 +40,59 @@ from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.scheduler")
 
+# Due rows fetched per Tick, per Scraper: those not dispatched at once wait in `ready`
+# and refill a Scraper the moment it is free, so the pool is not idle until the next Tick.
+READY_ROWS_PER_SCRAPER = 16
+# How long the StoreWriter may take to commit an outcome (ActorRegistry.write's timeout).
+WRITER_SLACK_S = 30.0
+
+# The due sources, round-robin across hosts: the most overdue source of every host first
+# (by next_run_at), then the second of every host, and so on. Hosts that cannot take a
+# request now (at their concurrency limit or within their politeness delay) and sources
+# already being scraped (still due until their outcome commits) are left out.
 DUE_SQL = (
+    "WITH due AS ("
+    "SELECT s.name, s.next_run_at, ROW_NUMBER() OVER (PARTITION BY s.host ORDER BY s.next_run_at) AS nth "
+    "FROM sources s JOIN source_health h ON h.source_name = s.name "
+    "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
+    "AND s.host NOT IN (SELECT value FROM json_each(?)) AND s.name NOT IN (SELECT value FROM json_each(?))), "
+    "picked AS (SELECT name, next_run_at, nth FROM due ORDER BY nth, next_run_at LIMIT ?) "
+    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body FROM picked "
+    "JOIN sources s ON s.name = picked.name "
+    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
+    "ORDER BY picked.nth, picked.next_run_at"
+)
+ONE_SQL = (
     "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body "
     "FROM sources s JOIN source_health h ON h.source_name = s.name "
-    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
-    "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
-    "ORDER BY s.next_run_at LIMIT ?"
+    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' WHERE s.name = ?"
 )
-ONE_SQL = DUE_SQL.replace("AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? ORDER BY s.next_run_at LIMIT ?",
-                          "AND s.name = ?").replace("WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') ", "WHERE 1 ")
+
+
+def select_due(conn: apsw.Connection, now: float, skip_hosts, skip_names, limit: int) -> list[dict]:
+    """Up to `limit` due sources, round-robin across hosts, without `skip_hosts` and `skip_names`."""
+    return rows(conn, DUE_SQL, (now, json.dumps(sorted(skip_hosts)), json.dumps(sorted(skip_names)), limit))
+
+
+def hosts_not_ready(in_flight: dict[str, int], next_allowed: dict[str, float], per_host: int,
+                    now: float) -> set[str]:
+    """Hosts that cannot take one more request now: at their concurrency limit or in their delay."""
+    return {h for h, n in in_flight.items() if n >= per_host} | {h for h, t in next_allowed.items() if t > now}
+
+
+def stale_after(config: Config) -> float:
+    """Seconds after which a dispatched job with no outcome is taken as lost.
+
+    A job that is alive ends well before: a robots.txt fetch and the page fetch, each
+    cut at its total deadline (timeout x DEADLINE_FACTOR), a third deadline for the
+    parser and the queues, and the StoreWriter's time to commit the outcome.
+    """
+    return 3 * config.fetch.timeout * DEADLINE_FACTOR + WRITER_SLACK_S
+
+
+def stale_jobs(dispatched_at: dict[str, float], now: float, bound: float) -> list[str]:
+    """Names of the jobs dispatched more than `bound` seconds before `now`."""
+    return [name for name, at in dispatched_at.items() if now - at > bound]
 
 
 @dataclass(frozen=True)
@@ -73,9 +130,11 @@ class Scheduler(ServiceActor):
         self.in_flight: dict[str, int] = defaultdict(int)
         self.next_allowed: dict[str, float] = {}
         self.scraper_load: dict[int, int] = defaultdict(int)
-        self.assigned: dict[str, int] = {}
+        self.assigned: dict[str, tuple[int, str]] = {}   # source -> (scraper index, host) while in flight
         self.dispatched_at: dict[str, float] = {}
         self.ready: list[dict] = []   # due rows the last Tick found but could not dispatch yet
+        self.manual: list[tuple[dict, str | None]] = []   # `healerctl run` rows waiting for an idle scraper
+        self.stale_after = stale_after(config)
         self.doctor_busy = False
         self.heal_requests: list[HealNow] = []
         self.draining = False
@@ -98,6 +157,7 @@ class Scheduler(ServiceActor):
             elif isinstance(message, Drain):
                 self.draining = True
                 self.ready = []
+                self.manual = []
                 if self.dispatched_at:  # scrapes in flight: due again unless their outcome gets recorded
                     self.registry.write_later("requeue_unfinished", dict(self.dispatched_at))
         except Exception:  # a bad row or a dead peer must not stop scheduling
@@ -111,37 +171,41 @@ class Scheduler(ServiceActor):
         if now - self.last_housekeeping >= 1.0:
             self.last_housekeeping = now
             self.registry.write_later("expire_quarantines")
-        budget = max(1, self._capacity() - sum(self.in_flight.values()))
-        # Sources being scraped are still due in SQLite until their outcome commits: look past them.
-        due = rows(self.conn, DUE_SQL, (now, budget * 4 + len(self.running)))
-        self.ready = [r for r in due if r["name"] not in self.running]
-        self._dispatch_ready(now, budget)
+        self._expire_stale(now)
+        self.next_allowed = {h: t for h, t in self.next_allowed.items() if t > now}
+        busy = hosts_not_ready(self.in_flight, self.next_allowed, self.config.fetch.per_host_concurrency, now)
+        self.ready = select_due(self.conn, now, busy, self.running,
+                                len(self.registry.scrapers()) * READY_ROWS_PER_SCRAPER)
+        self._dispatch_ready(now)
         self._feed_doctor()
 
-    def _capacity(self) -> int:
-        return len(self.registry.scrapers()) * 4
+    def _idle_scrapers(self) -> list[int]:
+        return [i for i in range(len(self.registry.scrapers())) if self.scraper_load[i] == 0]
 
-    def _dispatch_ready(self, now: float, budget: int) -> None:
-        """Dispatch rows of `ready` within the budget and the host limits; keep the rest
-        for the next ScrapeDone (the next Tick replaces the list with a fresh query)."""
+    def _dispatch_ready(self, now: float) -> None:
+        """Give the waiting `healerctl run` rows, then the rows of `ready` within the host limits,
+        to the idle scrapers; keep the rest for the next ScrapeDone (the next Tick replaces
+        `ready` with a fresh query)."""
+        idle = self._idle_scrapers()
+        while self.manual and idle:
+            r, request_id = self.manual.pop(0)
+            self._dispatch(r, request_id, now, idle.pop(0))
         per_host = self.config.fetch.per_host_concurrency
         keep = []
         for r in self.ready:
             if r["name"] in self.running:
                 continue   # dispatched meanwhile (healerctl run)
             host = r["host"]
-            if budget <= 0 or self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now:
+            if not idle or self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now:
                 keep.append(r)
                 continue
-            self._dispatch(r, None, now)
-            budget -= 1
+            self._dispatch(r, None, now, idle.pop(0))
         self.ready = keep
 
-    def _dispatch(self, r: dict, request_id: str | None, now: float) -> None:
+    def _dispatch(self, r: dict, request_id: str | None, now: float, idx: int) -> None:
+        """Send the job to scraper `idx`, which must be idle: a job queued behind another
+        would wait for that one, however long its page takes."""
         scrapers = self.registry.scrapers()
-        if not scrapers:
-            return
-        idx = min(range(len(scrapers)), key=lambda i: self.scraper_load[i])
         host = r["host"]
         job = ScrapeJob(name=r["name"], url=r["url"], host=host, blueprint_json=r["body"], version=r["version"],
                         etag=r["etag"], last_modified=r["last_modified"], request_id=request_id)
@@ -149,7 +213,7 @@ class Scheduler(ServiceActor):
         self.dispatched_at[r["name"]] = now
         self.in_flight[host] += 1
         self.scraper_load[idx] += 1
-        self.assigned[r["name"]] = idx
+        self.assigned[r["name"]] = (idx, host)
         delay = self.config.daemon.politeness_delay
         if self.robots is not None and self.config.fetch.respect_robots:
             crawl = self.robots.cached_crawl_delay(r["url"], self.config.fetch.user_agent)
@@ -158,39 +222,68 @@ class Scheduler(ServiceActor):
         self.next_allowed[host] = now + delay
         try:
             scrapers[idx].tell(job)
-        except pykka.ActorDeadError:
-            self._done(ScrapeDone(r["name"], host))
+        except pykka.ActorDeadError:   # being replaced: a due source is found again by the next Tick
+            self._release(r["name"])
+            if request_id is not None:
+                self.manual.append((r, request_id))   # a waiting client's run goes to the next idle scraper
 
-    def _done(self, msg: ScrapeDone) -> None:
-        self.running.discard(msg.name)
-        self.dispatched_at.pop(msg.name, None)
-        if self.in_flight.get(msg.host, 0) > 0:
-            self.in_flight[msg.host] -= 1
-        idx = self.assigned.pop(msg.name, None)
+    def _release(self, name: str) -> None:
+        """Free the scraper and the host slot of `name`'s job."""
+        self.running.discard(name)
+        self.dispatched_at.pop(name, None)
+        idx, host = self.assigned.pop(name, (None, None))
+        if host is not None and self.in_flight.get(host, 0) > 0:
+            self.in_flight[host] -= 1
         if idx is not None and self.scraper_load[idx] > 0:
             self.scraper_load[idx] -= 1
-        queued = self.pending_runs.pop(msg.name, None)
+
+    def _done(self, msg: ScrapeDone) -> None:
+        if msg.name not in self.running:
+            return   # the outcome of a job given up on (_expire_stale) or of a former Scheduler: nothing held
+        self._release(msg.name)
+        self._run_pending(msg.name)
+        if (self.ready or self.manual) and not self.draining:
+            # Refill the freed scraper now rather than at the next Tick, which would cap the
+            # throughput at one job per scraper per tick.
+            self._dispatch_ready(time.time())
+
+    def _run_pending(self, name: str) -> None:
+        """Start the first `healerctl run` that waited for `name`'s scrape to end."""
+        queued = self.pending_runs.pop(name, None)
         if queued:
             self._run_now(queued[0])
             for extra in queued[1:]:
-                self.pending_runs.setdefault(msg.name, []).append(extra)
-        if self.ready and not self.draining:
-            # Refill the freed slot now rather than at the next Tick, which would cap the
-            # throughput at (scrapers x 4) per tick.
-            self._dispatch_ready(time.time(), self._capacity() - sum(self.in_flight.values()))
+                self.pending_runs.setdefault(name, []).append(extra)
+
+    def _expire_stale(self, now: float) -> None:
+        """Give up on jobs whose outcome never came: the Scraper, Validator or StoreWriter holding
+        one was replaced after a crash and its queue lost. Without this the source would never be
+        scheduled again and its host would keep a slot taken until a restart. The bound is far
+        above what a live job takes, so a source does not run twice at once."""
+        for name in stale_jobs(self.dispatched_at, now, self.stale_after):
+            idx, host = self.assigned.get(name, (None, None))
+            log.warning("no outcome for %s %.0fs after it was sent to scraper %s (an actor holding it was "
+                        "probably replaced): freeing its slot on %s; it runs again when due",
+                        name, now - self.dispatched_at[name], idx, host)
+            self._release(name)
+            self._run_pending(name)
 
     def _run_now(self, msg: RunNow) -> None:
         if self.draining:
             return  # stopping: the daemon answers the waiting client
-        if msg.name in self.running:
-            # Already scraping: run again as soon as this one is done, for this request.
+        if msg.name in self.running or any(r["name"] == msg.name for r, _ in self.manual):
+            # Already scraping (or about to): run again as soon as this one is done, for this request.
             self.pending_runs.setdefault(msg.name, []).append(msg)
             return
         found = rows(self.conn, ONE_SQL, (msg.name,))
         if not found:
             self._resolve(msg.request_id, Failure(SourceNotFound(msg.name)))
             return
-        self._dispatch(found[0], msg.request_id, time.time())
+        idle = self._idle_scrapers()
+        if idle:
+            self._dispatch(found[0], msg.request_id, time.time(), idle[0])
+        else:   # the next scraper to be free takes it, before the due sources
+            self.manual.append((found[0], msg.request_id))
 
     def _resolve(self, request_id, result) -> None:
         if self.waiters is not None:
