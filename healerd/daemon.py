@@ -79,12 +79,17 @@ class Daemon:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         conn = open_db(self.db_path)
         try:
-            recovered = Ledger(conn, self.config).recover_tasks()
+            ledger = Ledger(conn, self.config)
+            recovered = ledger.recover_tasks()
+            orphans = ledger.reject_interrupted_versions()
         finally:
             conn.close()
         if recovered["requeued"] or recovered["failed"]:
             log.warning("resumed after a crash: %d task(s) re-queued, %d given up",
                         len(recovered["requeued"]), len(recovered["failed"]))
+        for name, version in orphans:
+            log.warning("version %d of %s was staged but never validated (interrupted): marked rejected",
+                        version, name)
         return recovered
 
     def start_actors(self) -> None:
@@ -106,12 +111,13 @@ class Daemon:
             reg.set(role, make())
         reg.set_scrapers([Scraper.start(i, cfg, reg, self.robots) for i in range(cfg.daemon.scrapers)])
 
-    def stop_actors(self, budget: float) -> None:
+    def stop_actors(self, budget: float) -> list[str]:
         """Stop the actors within `budget` seconds, the writer last so every outcome already sent is kept.
 
         The scheduler drains first (scrapes in flight become due again); the workers that may be
         busy for long (scrapers, Doctor, Deployer) are stopped together, not one after the other;
         one still busy at the deadline is left behind (a daemon thread) and its work re-queued.
+        Returns the roles of the actors still running at the deadline.
         """
         deadline = time.time() + budget
         workers_deadline = deadline - min(FLUSH_RESERVE_S, budget / 4)   # the writer's flush keeps its share
@@ -138,6 +144,7 @@ class Daemon:
                     fut.get(timeout=max(0.1, until - time.time()))
                 except Exception:
                     pass  # still busy (a long fetch or heal): its thread is a daemon thread
+        return [role for role, ref in roles.items() if ref is not None and ref.is_alive()]
 
     def check_actors(self) -> None:
         """Replace any actor that died; its work is re-found in SQLite."""
@@ -226,8 +233,14 @@ class Daemon:
                 new = None
             if new is not None and new != self.config:
                 log.info("config changed: restarting the actors with it")
-                self.stop_actors(SHUTDOWN_BUDGET_S)
-                self._requeue_in_progress()
+                still = self.stop_actors(SHUTDOWN_BUDGET_S)
+                if {"doctor", "deployer"} & set(still):
+                    # A heal still running in the old actors finishes and completes its own task;
+                    # re-queued, the new Doctor would take the same task and heal it a second time.
+                    log.warning("the old %s is still busy: its fix tasks stay with it (a restart re-queues "
+                                "them)", " and ".join(r for r in ("doctor", "deployer") if r in still))
+                else:
+                    self._requeue_in_progress()
                 self.config = new
                 logging.getLogger().setLevel(getattr(logging, new.daemon.log_level.upper(), logging.INFO))
                 self.start_actors()

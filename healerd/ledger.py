@@ -178,7 +178,8 @@ class Ledger:
             records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
             good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
             if o.html is not None and (good != o.page_sha or o.page_sha is None):
-                snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now)
+                snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now,
+                              sha256=o.page_sha)
         counts = sources.item_counts(src)
         if o.item_count is not None:
             counts = (counts + [o.item_count])[-ITEM_COUNT_MEMORY:]
@@ -212,7 +213,8 @@ class Ledger:
         name = o.name
         message = mask_text(o.error or o.error_type or "failed")[:1000]
         if o.html is not None:
-            snapshots.put(self.conn, name, snapshots.CURRENT, o.url, o.html, o.status, records=o.data, now=now)
+            snapshots.put(self.conn, name, snapshots.CURRENT, o.url, o.html, o.status, records=o.data, now=now,
+                          sha256=o.page_sha)
         consecutive = src["consecutive_failures"] + 1
         self.conn.execute(
             "UPDATE source_health SET last_failure_at = ?, failure_count = failure_count + 1, consecutive_failures = ?, "
@@ -323,6 +325,10 @@ class Ledger:
     def recover_tasks(self) -> dict:
         return tasks.recover_in_progress(self.conn, now=self.clock())
 
+    def reject_interrupted_versions(self) -> list[tuple[str, int]]:
+        """Start-up: staging versions a crash left unjudged are rejected (never approvable by mistake)."""
+        return versions.reject_orphans(self.conn)
+
     # -- fixes, quarantine -----------------------------------------------------------------
     def attempts_used(self, name: str) -> int:
         h = row(self.conn, "SELECT attempts_since FROM source_health WHERE source_name = ?", (name,)) or {}
@@ -353,7 +359,13 @@ class Ledger:
                                   (name,))
                 fx.alert("HEALED", name, f"{strategy} fix promoted as version {version}: {reason}", level="info",
                          details={"strategy": strategy, "version": version}, state=state)
-            elif outcome in fixes.COUNTED_OUTCOMES and outcome != "staged":
+            elif outcome == "staged":
+                # Held for a person: never quarantined for it, but said once per staged version,
+                # or the source stays DEGRADED with nobody told what would end it.
+                fx.alert("FLAGGED_FOR_REVIEW", name,
+                         f"{strategy} candidate staged as version {version}: awaits `healerctl approve {name} "
+                         f"{version}`: {reason}", details={"strategy": strategy, "version": version}, state=state)
+            elif outcome in fixes.COUNTED_OUTCOMES:
                 budget = 1 if h["retry_only"] else self.config.doctor.max_fix_attempts
                 if used >= budget and state == DEGRADED:
                     until = now + self.config.doctor.quarantine_for

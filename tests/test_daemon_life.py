@@ -389,6 +389,41 @@ def test_stop_signal_exits_within_10s_and_requeues_unfinished_work(sig, site, da
         healer.stop()
 
 
+def test_a_config_reload_during_a_heal_does_not_heal_the_same_task_twice(site, daemon_factory, tmp_path):
+    """The old Doctor outlives the reload's stop budget inside a healer call: its task stays with it
+    (not re-queued for the new Doctor), and when the call ends the fix is promoted once."""
+    release = threading.Event()
+    healer = HealerServer(lambda req: (release.wait(60), healed(FIXED_BP))[1])
+    cfg = make_config(doctor__ladder=["external"], healer__url=healer.url, healer__timeouts=[60],
+                      healer__cycles=1)
+    try:
+        site.page("/fixme", listing_v1())
+        d = daemon_factory(cfg).start()
+        add(d, tmp_path, "fixme", site.url("/fixme"), HOURLY)
+        assert d.ctl_json("run", "fixme")["ok"] is True
+        site.page("/fixme", listing_v2())
+        assert d.ctl_json("run", "fixme")["ok"] is False
+        d.wait_for(lambda: len(healer.requests) >= 1, what="the Doctor to call the healer")
+        (task,) = fix_tasks(d, "fixme")
+
+        d.config_path.write_text(cfg.replace("[fetch]\n", "[fetch]\nmax_bytes = 5000000\n"))
+        d.proc.send_signal(signal.SIGHUP)
+        d.wait_for(lambda: "still busy" in d.log(), timeout=30, what="the reload to leave the busy Doctor be")
+        assert fix_tasks(d, "fixme") == [dict(task, state="IN_PROGRESS")]
+        time.sleep(1.5)                      # the new Scheduler ticks every 0.05 s: nothing to dispatch
+        assert len(healer.requests) == 1, "the new Doctor took the task the old one is still working on"
+
+        release.set()
+        d.wait_for(lambda: d.ctl_json("status", "fixme")["version"] == 2, what="the old Doctor's fix promoted")
+        d.wait_for(lambda: fix_tasks(d, "fixme") == [dict(task, state="COMPLETED")], what="the task completed")
+        assert len(healer.requests) == 1
+        assert [h["outcome"] for h in d.ctl_json("history", "fixme") if h.get("kind") == "fix"] == ["promoted"]
+        assert d.proc.poll() is None
+    finally:
+        release.set()
+        healer.stop()
+
+
 def test_stop_within_10s_with_a_hanging_webhook_and_trickling_page(site, daemon_factory, tmp_path):
     hook = Webhook("hang")
     server = LocalServer()

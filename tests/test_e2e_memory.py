@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 
 from conftest import FAST_CONFIG
-from sitepages import listing_v1, listing_v2, write_blueprint
+from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 NAMES = ["Ada", "Grace", "Linus", "Margaret", "Ken", "Barbara", "Dennis", "Frances", "Edsger", "Donald",
          "Alan", "Niklaus", "John", "Tony", "Leslie"]
@@ -69,6 +69,9 @@ def test_ten_sources_one_template_change_one_heal_nine_from_memory(site, daemon_
     assert len(issues) == 1
     assert issues[0]["verification_count"] >= 9
     assert set(issues[0]["affected_sources"]) == set(names)
+    # Each of the nine reuses retrieved the bundle before applying it.
+    usage = d.ctl_json("memory", "show", issues[0]["issue_id"])["usage"]
+    assert usage["total_fix_retrieved"] >= 9 and usage["total_fix_retrieved"] >= usage["total_fix_applied"] >= 9
 
 
 def test_a_bundle_that_fails_on_a_source_loses_confidence_and_is_not_retried_there(site, daemon_factory, tmp_path):
@@ -98,3 +101,53 @@ def test_a_bundle_that_fails_on_a_source_loses_confidence_and_is_not_retried_the
     d.wait_for(lambda: len(promoted_fixes(d, "b")) == 2, what="b healed again")
     assert db_rows(d, "SELECT count(*) AS n FROM memory_confirmations WHERE issue_id = ? AND source_name = 'b'",
                    (issue["issue_id"],))[0]["n"] == 1
+
+
+def test_a_bundle_is_not_blamed_when_the_page_could_not_be_fetched_to_validate_it(site, daemon_factory, tmp_path):
+    d = daemon_factory().start()
+    site.page("/a", listing_v1(rows_for(0)))
+    site.page("/b", listing_v1(rows_for(1)))
+    for name, path, every in (("a", "/a", 1), ("b", "/b", 3600)):
+        bp = write_blueprint(tmp_path / f"{name}.json", site.url(path), dict(LISTING_BP, every=every))
+        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        assert d.ctl_json("run", name)["ok"] is True
+    site.page("/a", listing_v2(rows_for(0)))
+    d.wait_for(lambda: promoted_fixes(d, "a"), what="a healed")
+    issue = d.ctl_json("memory")[0]
+    before = d.ctl_json("memory", "show", issue["issue_id"])
+    # B gets A's redesign. Its page answers the scrape and the Doctor's diagnosis, then one
+    # HTTP 500 — to the Deployer validating the remembered bundle — then works again.
+    v2 = listing_v2(rows_for(1)).encode()
+    headers = {"Content-Type": "text/html; charset=utf-8"}
+    served = []
+
+    def good():
+        served.append(200)
+        if len(served) == 2:
+            with site.lock:
+                site.pages["/b"] = (500, headers, down)
+        return v2
+
+    def down():
+        served.append(500)
+        with site.lock:
+            site.pages["/b"] = (200, headers, v2)
+        return b"<html><body>internal error</body></html>"
+
+    with site.lock:
+        site.pages["/b"] = (200, headers, good)
+    d.ctl("run", "b")
+    d.wait_for(lambda: promoted_fixes(d, "b"), what="b healed")
+    assert served[:3] == [200, 200, 500]
+    # The remembered bundle was staged and could not be judged; the built-in healer's same
+    # candidate was then validated and promoted in the same attempt.
+    tried = db_rows(d, "SELECT version, origin, status, note FROM parser_versions WHERE source_name = 'b' "
+                       "AND version > 1 ORDER BY version")
+    assert [(v["origin"], v["status"]) for v in tried] == [("memory", "rejected"), ("builtin", "production")]
+    assert tried[0]["note"].startswith("could not fetch the live page to validate: HTTP 500")
+    # Nothing was learnt about the bundle: no failure recorded, still offered to B.
+    after = d.ctl_json("memory", "show", issue["issue_id"])
+    assert after["failure_count"] == before["failure_count"] == 0
+    assert after["confidence_score"] >= before["confidence_score"]
+    assert db_rows(d, "SELECT count(*) AS n FROM memory_confirmations WHERE issue_id = ? AND source_name = 'b' "
+                      "AND success = 0", (issue["issue_id"],))[0]["n"] == 0

@@ -15,7 +15,7 @@ from healerd.blueprint import from_dict
 from healerd.config import Config
 from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 from healerd.ledger import HALT_KEY, ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
-from healerd.store import records, snapshots, sources, tasks, versions
+from healerd.store import fixes, records, snapshots, sources, tasks, versions
 from healerd.store.db import open_db, row, rows, scalar
 
 T0 = 1_700_000_000.0
@@ -163,6 +163,20 @@ def test_the_last_good_snapshot_is_rewritten_only_when_the_page_changed(conn, le
     snap = snapshots.get(conn, "shop", snapshots.LAST_GOOD)
     assert (snap["html"], snap["fetched_at"]) == ("<p>two</p>", clock())
     assert records.count(conn, "shop") == 3  # records are kept on every good scrape
+
+
+def test_a_page_in_another_charset_is_not_rewritten_on_every_scrape(conn, ledger, clock):
+    # The scraper hashes the bytes the site sent; a Latin-1 page decoded and stored as text must
+    # still compare equal to itself on the next scrape.
+    add(ledger)
+    sent = "<p>Crème brûlée, 4,50 €</p>".encode("cp1252")
+    page = dict(html=sent.decode("cp1252"), page_sha=hashlib.sha256(sent).hexdigest())
+    ledger.record_scrape(good(ledger, **page))
+    first = snapshots.get(conn, "shop", snapshots.LAST_GOOD)
+    clock.advance(60)
+    ledger.record_scrape(good(ledger, **page))
+    again = snapshots.get(conn, "shop", snapshots.LAST_GOOD)
+    assert again["fetched_at"] == first["fetched_at"] and again["html"] == "<p>Crème brûlée, 4,50 €</p>"
 
 
 def test_a_not_modified_answer_counts_as_success_without_new_records(conn, ledger, clock):
@@ -493,8 +507,8 @@ def test_failed_fixes_with_one_fingerprint_halt_too(conn, make_ledger):
 # -- fix attempts, quarantine ------------------------------------------------------------------
 
 def fail_fix(led: Ledger, name: str = "shop", outcome: str = "rejected", **kw):
-    return led.record_fix(name=name, error_type=errors.PARSE_ERROR, strategy="builtin", outcome=outcome,
-                          reason=kw.pop("reason", "the candidate fails validation"), **kw)
+    return led.record_fix(name=name, error_type=errors.PARSE_ERROR, strategy=kw.pop("strategy", "builtin"),
+                          outcome=outcome, reason=kw.pop("reason", "the candidate fails validation"), **kw)
 
 
 def degraded(led: Ledger, name: str = "shop") -> str:
@@ -547,11 +561,25 @@ def test_declined_and_staged_attempts_do_not_quarantine(conn, make_ledger, clock
         clock.advance(1)
         assert fail_fix(led, outcome=outcome).alerts == []
     assert led.attempts_used("shop") == 0
-    for _ in range(3):
+    for v in (2, 3, 4):
         clock.advance(1)
-        fx = fail_fix(led, outcome="staged")
-        assert fx.alerts == [] and fx.result["state"] == DEGRADED  # waits for a person, never quarantined
+        fx = fail_fix(led, outcome="staged", version=v)
+        assert fx.result["state"] == DEGRADED  # waits for a person, never quarantined
+        assert alert_events(fx) == ["FLAGGED_FOR_REVIEW"]  # ... and the person is told which version
     assert led.attempts_used("shop") == 3
+
+
+def test_each_staged_version_says_how_to_approve_it(conn, make_ledger, clock):
+    led = make_ledger(doctor__max_fix_attempts=3)
+    degraded(led)
+    clock.advance(1)
+    fx = fail_fix(led, outcome="staged", version=2, strategy="external",
+                  reason="the candidate drops score: a field change needs a person (healerctl approve)")
+    assert len(fx.alerts) == 1
+    a = fx.alerts[0]
+    assert a["event"] == "FLAGGED_FOR_REVIEW" and a["source"] == "shop" and a["level"] == "warning"
+    assert "awaits `healerctl approve shop 2`" in a["message"] and "drops score" in a["message"]
+    assert a["details"] == {"strategy": "external", "version": 2}
 
 
 def test_a_promoted_fix_clears_the_report_and_says_healed(conn, make_ledger, clock):
@@ -728,6 +756,39 @@ def test_a_rejected_version_stays_out_of_production(conn, ledger):
         ledger.rollback("shop", to=v2)
     ledger.reject_version("shop", 1, "rejecting production does nothing")
     assert_one_production(conn, 1)
+
+
+def test_at_start_up_a_staging_version_never_recorded_as_staged_is_rejected(conn, ledger, clock):
+    degraded(ledger)
+    add(ledger, "other")
+    held = ledger.stage_version("shop", candidate(ledger), "external")          # v2: judged and held
+    clock.advance(1)
+    fail_fix(ledger, outcome="staged", version=held, strategy="external")
+    cut = ledger.stage_version("shop", candidate(ledger, css=".v3"), "builtin")  # v3: a crash mid-deploy
+    other = ledger.stage_version("other", candidate(ledger, css=".v4"), "memory")
+    assert sorted(ledger.reject_interrupted_versions()) == [("other", other), ("shop", cut)]
+    assert statuses(conn) == {1: "production", held: "staging", cut: "rejected"}
+    assert statuses(conn, "other") == {1: "production", other: "rejected"}
+    assert versions.get(conn, "shop", cut)["note"] == versions.INTERRUPTED == "interrupted before validation"
+    assert ledger.reject_interrupted_versions() == []   # nothing left to recover
+    ledger.approve("shop", held)                         # the held one still waits for its person
+    assert_one_production(conn, held)
+
+
+def test_history_shows_a_staged_attempt_in_the_contract_outcomes(conn, ledger, clock):
+    degraded(ledger)
+    clock.advance(1)
+    fail_fix(ledger, outcome="staged", version=2, reason="the candidate drops score")
+    clock.advance(1)
+    fail_fix(ledger, outcome="rejected", reason="fails validation")
+    got = sorted(fixes.history_entries(conn, "shop"), key=lambda e: e["_t"])
+    assert [e["outcome"] for e in got] == ["declined", "rejected"]
+    assert got[0]["staged"] is True and got[0]["version"] == 2
+    assert got[0]["reason"] == "staged as version 2 for approval: the candidate drops score"
+    assert "staged" not in got[1]
+    # Stored as it was: the attempt counter and the recovery context still see a staged attempt.
+    assert [r["outcome"] for r in fixes.recent(conn, "shop")] == ["rejected", "staged"]
+    assert ledger.attempts_used("shop") == 2
 
 
 def test_approve_promotes_a_staged_version_and_lifts_the_review_flag(conn, make_ledger, clock):

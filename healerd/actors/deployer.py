@@ -32,8 +32,15 @@ class Deploy:
     note: str = ""
 
 
-def deploy_result(outcome: str, version: int | None, reason: str, validation: dict | None = None) -> dict:
-    return {"outcome": outcome, "version": version, "reason": reason, "validation": validation}
+UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
+
+
+def deploy_result(outcome: str, version: int | None, reason: str, validation: dict | None = None, *,
+                  conclusive: bool = True) -> dict:
+    """The Deployer's answer. `conclusive` is False when the candidate was never judged on the
+    page (the live page could not be fetched): a rejection that says nothing about the candidate."""
+    return {"outcome": outcome, "version": version, "reason": reason, "validation": validation,
+            "conclusive": conclusive}
 
 
 class Deployer(ServiceActor):
@@ -45,7 +52,7 @@ class Deployer(ServiceActor):
                 return self.deploy(message)
             except Exception as exc:
                 log.exception("deploying a candidate for %s failed", message.name)
-                return deploy_result("error", None, f"internal error while deploying: {exc}")
+                return deploy_result("error", None, f"internal error while deploying: {exc}", conclusive=False)
         return None
 
     def _flagged(self, name: str, now: float) -> bool:
@@ -74,18 +81,23 @@ class Deployer(ServiceActor):
         src = row(self.conn, "SELECT s.url, h.item_counts FROM sources s JOIN source_health h ON h.source_name = s.name "
                              "WHERE s.name = ?", (name,))
         if src is None:
-            return deploy_result("error", None, "the source was removed")
+            return deploy_result("error", None, "the source was removed", conclusive=False)
         if candidate.to_json() == production.to_json():
             return deploy_result("rejected", None, "the candidate is the production parser itself")
+        waiting = versions.staged_with_body(self.conn, name, candidate.to_json())
+        if waiting is not None:
+            # Staging it again would only pile up identical versions awaiting the same approval.
+            return deploy_result("declined", waiting, f"the same candidate is already staged as version {waiting}: "
+                                                      f"awaits `healerctl approve {name} {waiting}`")
         flagged = self._flagged(name, now)
         version = self.registry.write("stage_version", name, candidate, msg.origin, msg.note)
         url = candidate.url or src["url"]
         try:
             page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None)
         except FetchError as exc:
-            reason = f"could not fetch the live page to validate: {exc.message}"
+            reason = f"{UNFETCHED}: {exc.message}"
             self.registry.write("reject_version", name, version, reason)
-            return deploy_result("rejected", version, reason)
+            return deploy_result("rejected", version, reason, conclusive=False)
         try:
             cand_ex = run_parser_on(candidate, page.text)
         except Exception as exc:

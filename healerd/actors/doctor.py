@@ -18,7 +18,7 @@ import traceback
 
 
 from healerd import errors
-from healerd.actors.deployer import Deploy
+from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
@@ -57,6 +57,7 @@ class Doctor(ServiceActor):
         self.waiters = waiters
         self._episode_start: float | None = None
         self._failed_fields: list[str] = []
+        self._deployed = 0   # candidates staged by the Deployer in the current attempt
 
     def handle(self, message):
         if isinstance(message, Ping):
@@ -67,16 +68,31 @@ class Doctor(ServiceActor):
                 result = self.treat(message)
             except Exception as exc:
                 log.exception("the Doctor failed on %s", message.name)
+                reason = f"internal error: {one_line(exc)}"
                 result = {"name": message.name, "outcome": "error", "strategy": None,
-                          "reason": f"internal error: {exc}", "version": None, "state": None}
+                          "reason": reason, "version": None, "state": None}
                 try:
-                    self.registry.write("fail_task", message.task_id, f"internal error: {exc}")
+                    self.registry.write("fail_task", message.task_id, reason)
                 except Exception:
                     log.exception("could not record the failed task %s", message.task_id)
+                self._record_internal_error(message, reason)
             finally:
                 self.waiters.resolve(message.request_id, result)
                 self.registry.tell("scheduler", DoctorIdle())
         return None
+
+    def _record_internal_error(self, task: HealTask, reason: str) -> None:
+        """An attempt that crashed is still an attempt: an `error` row, counted against the budget,
+        so a Doctor that fails the same way every time ends in QUARANTINED rather than looping."""
+        try:
+            error_type = task.context.get("error_type") or scalar(
+                self.conn, "SELECT last_error_type FROM source_health WHERE source_name = ?", (task.name,))
+            self.registry.write("record_fix", name=task.name, error_type=error_type or "UNKNOWN", strategy="none",
+                                outcome="error", reason=reason, deployed_to="FAILED",
+                                fingerprint=task.context.get("fingerprint"))
+            log.warning("fix attempt %s: strategy=none outcome=error reason=%s", task.name, reason)
+        except Exception:
+            log.exception("could not record the failed fix attempt of %s", task.name)
 
     # -- one attempt -------------------------------------------------------------------
     def _result(self, name: str, outcome: str, reason: str, strategy: str | None = None,
@@ -86,13 +102,13 @@ class Doctor(ServiceActor):
                 "state": state}
 
     def _decline(self, task: HealTask, reason: str, *, release_for: float | None = None,
-                 record_as: str | None = None) -> dict:
+                 record_as: str | None = None, strategy: str = "none") -> dict:
         if release_for is not None:
             self.registry.write("release_task", task.task_id, time.time() + release_for)
         else:
             self.registry.write("complete_task", task.task_id, {"outcome": "declined", "reason": reason})
         if record_as:
-            self.registry.write("record_fix", name=task.name, error_type=record_as, strategy="none",
+            self.registry.write("record_fix", name=task.name, error_type=record_as, strategy=strategy,
                                 outcome="declined", reason=reason)
         log.info("fix of %s declined: %s", task.name, reason)
         return self._result(task.name, "declined", reason)
@@ -136,6 +152,7 @@ class Doctor(ServiceActor):
         ctx.previous_attempts = recovery_context(previous)["previous_attempts"]
         tried: list[str] = []
         outcome = None
+        self._deployed = 0
         if strategy_kind == SELECTORS:
             outcome = self.selector_ladder(ctx, tried)
         elif strategy_kind == RELOCATE:
@@ -158,6 +175,16 @@ class Doctor(ServiceActor):
             log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=promoted version=%s reason=%s",
                         name, outcome["strategy"], duration_ms, outcome["version"], outcome["reason"])
             return self._result(name, "promoted", reason, outcome["strategy"], outcome["version"])
+
+        if outcome and outcome["outcome"] == "declined":
+            # The candidate already waits for a person as a staged version: nothing new was tried.
+            return self._decline(task, "; ".join(tried) or outcome["reason"], record_as=ctx.error_type,
+                                 strategy=outcome["strategy"])
+        if outcome and outcome["outcome"] == "paused":
+            # Only the external-call budget stood in the way and nothing was deployed: no attempt is
+            # spent (seed 003: pause, ask to continue); the task waits until the budget frees up.
+            return self._decline(task, "; ".join(tried) or outcome["reason"], release_for=outcome["retry_in"],
+                                 record_as=ctx.error_type, strategy="external")
 
         final = outcome["outcome"] if outcome else "rejected"
         strategy = outcome["strategy"] if outcome else (rung_of(tried[-1]) if tried else "none")
@@ -237,13 +264,20 @@ class Doctor(ServiceActor):
 
     # -- the selector ladder -----------------------------------------------------------
     def _deploy(self, name: str, candidate: Blueprint, origin: str, note: str) -> dict:
-        return self.registry.get("deployer").ask(Deploy(name, candidate.to_json(), origin, note), timeout=300)
+        res = self.registry.get("deployer").ask(Deploy(name, candidate.to_json(), origin, note), timeout=300)
+        if res.get("version") is not None and res["outcome"] != "declined":
+            self._deployed += 1   # a version was staged for it: this attempt did deploy something
+        return res
 
     def _already_rejected(self, name: str, candidate: Blueprint, since: float | None) -> bool:
-        """The same candidate already failed in this failure episode (a page seen earlier is another story)."""
+        """The same candidate already failed in this failure episode (a page seen earlier is another story).
+
+        A version rejected because a restart cut its deploy short, or because the live page could
+        not be fetched to validate it, was never judged: it does not count."""
         return row(self.conn, "SELECT 1 AS x FROM parser_versions WHERE source_name = ? AND status = 'rejected' "
-                              "AND body = ? AND created_at >= ?",
-                   (name, candidate.to_json(), since or 0.0)) is not None
+                              "AND body = ? AND created_at >= ? AND note != ? AND substr(note, 1, ?) != ?",
+                   (name, candidate.to_json(), since or 0.0, versions.INTERRUPTED, len(UNFETCHED),
+                    UNFETCHED)) is not None
 
     def selector_ladder(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
         failed_fields = self._failed_fields
@@ -269,8 +303,8 @@ class Doctor(ServiceActor):
                 if rung != "memory":
                     self._remember(ctx, got, host=host, diff_sig=diff_sig, tmpl=tmpl, broken=broken)
                 return got
-            if got["outcome"] == "staged":
-                return got
+            if got["outcome"] in ("staged", "declined", "paused"):
+                return got   # held for a person, already held, or waiting for the external budget
         if last is not None:
             last = dict(last)
             last["outcome"] = "rejected" if last["outcome"] not in ("error",) else "error"
@@ -295,23 +329,35 @@ class Doctor(ServiceActor):
             tried.append("memory: no known fix for this change")
             return None
         for m in matches:
-            candidate = apply_bundle(ctx.blueprint, m.fix_bundle)
+            try:
+                # Retrieving the bundle is its own usage event (the `retrieved` statistic).
+                bundle = self.registry.write("memory", "get_fix_bundle", issue_id=m.issue_id,
+                                             source_name=name)["fix_bundle"]
+            except Exception as exc:   # forgotten since the search
+                tried.append(f"memory: issue {m.issue_id} could not be retrieved ({exc})")
+                continue
+            candidate = apply_bundle(ctx.blueprint, bundle)
             if candidate is None:
                 continue
             self.registry.write("memory", "record_usage", event_type="fix_applied", issue_id=m.issue_id,
                                 source_name=name)
             res = self._deploy(name, candidate, "memory", f"fix memory issue {m.issue_id}")
             success = res["outcome"] == "promoted"
-            self.registry.write("memory", "confirm", issue_id=m.issue_id, source_name=name, success=success,
-                                notes=res["reason"][:500])
+            # Only a verdict on the page says something about the bundle: a staged (or already
+            # staged) candidate is still pending, and a page that could not be fetched judged nothing.
+            # A failure would lower its confidence and keep it from this source for good.
+            if success or (res["outcome"] == "rejected" and res.get("conclusive", True)):
+                self.registry.write("memory", "confirm", issue_id=m.issue_id, source_name=name, success=success,
+                                    notes=res["reason"][:500])
             if success:
                 tried.append(f"memory: issue {m.issue_id} applied")
                 return {"outcome": "promoted", "strategy": "memory", "reason": f"known fix {m.issue_id} "
                         f"({m.canonical_title})", "version": res["version"], "validation": res.get("validation"),
                         "patch": candidate.to_json()}
             tried.append(f"memory: issue {m.issue_id} {res['outcome']}: {res['reason']}")
-            if res["outcome"] == "staged":
-                return {"outcome": "staged", "strategy": "memory", "reason": res["reason"], "version": res["version"]}
+            if res["outcome"] in ("staged", "declined"):
+                return {"outcome": res["outcome"], "strategy": "memory", "reason": res["reason"],
+                        "version": res["version"]}
         return None
 
     def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
@@ -368,11 +414,16 @@ class Doctor(ServiceActor):
         last = None
         cycles = min(hc.cycles, len(hc.timeouts))
         for cycle in range(1, cycles + 1):
-            blocked = self._budget_exhausted(ctx.source_name)
-            if blocked:
-                self.registry.tell("alerter", Alert("BUDGET_PAUSED", ctx.source_name, blocked, "warning",
-                                                    {"cycle": cycle}, None))
+            budget = self._budget_exhausted(ctx.source_name)
+            if budget:
+                blocked, last_call, frees_at = budget
+                if self._pause_not_yet_alerted(ctx.source_name, last_call):
+                    self.registry.tell("alerter", Alert("BUDGET_PAUSED", ctx.source_name, blocked, "warning",
+                                                        {"cycle": cycle, "resumes_at": iso(frees_at)}, None))
                 tried.append(f"external: paused: {blocked}")
+                if cycle == 1 and not self._deployed:
+                    return {"outcome": "paused", "strategy": "external", "reason": blocked, "version": None,
+                            "retry_in": max(60.0, frees_at - time.time())}
                 break
             started = time.time()
             res = client.heal_cycle(ctx, cycle, history)
@@ -391,25 +442,35 @@ class Doctor(ServiceActor):
             tried.append(f"external cycle {cycle}: {dep['outcome']}: {dep['reason']}")
             last = {"outcome": dep["outcome"], "strategy": "external", "reason": dep["reason"],
                     "version": dep["version"], "validation": dep.get("validation"), "patch": candidate.to_json()}
-            if dep["outcome"] in ("promoted", "staged"):
+            if dep["outcome"] in ("promoted", "staged", "declined"):
                 return last
             history.append({"cycle": cycle, "outcome": "rejected", "reason": dep["reason"],
                             "changes_summary": res.changes_summary})
         return last
 
-    def _budget_exhausted(self, name: str) -> str | None:
+    def _budget_exhausted(self, name: str) -> tuple[str, float, float] | None:
+        """(why, the newest counted call, when a call leaves the 24 h window) when a daily budget is spent."""
         since = time.time() - 86400
-        per_source = scalar(self.conn, "SELECT count(*) FROM healer_calls WHERE source_name = ? AND started_at > ?",
-                            (name, since)) or 0
-        if per_source >= self.config.healer.daily_budget_per_source:
-            return f"the daily budget of external healer calls for {name} is spent ({per_source})"
-        total = scalar(self.conn, "SELECT count(*) FROM healer_calls WHERE started_at > ?", (since,)) or 0
-        if total >= self.config.healer.daily_budget_total:
-            return f"the daily budget of external healer calls is spent ({total} in 24h)"
+        per_source = row(self.conn, "SELECT count(*) AS n, min(started_at) AS first, max(started_at) AS last "
+                                    "FROM healer_calls WHERE source_name = ? AND started_at > ?", (name, since))
+        if per_source["n"] >= self.config.healer.daily_budget_per_source:
+            return (f"the daily budget of external healer calls for {name} is spent ({per_source['n']})",
+                    per_source["last"] or 0.0, (per_source["first"] or since) + 86400)
+        total = row(self.conn, "SELECT count(*) AS n, min(started_at) AS first, max(started_at) AS last "
+                               "FROM healer_calls WHERE started_at > ?", (since,))
+        if total["n"] >= self.config.healer.daily_budget_total:
+            return (f"the daily budget of external healer calls is spent ({total['n']} in 24h)",
+                    total["last"] or 0.0, (total["first"] or since) + 86400)
         return None
+
+    def _pause_not_yet_alerted(self, name: str, last_call: float) -> bool:
+        """One BUDGET_PAUSED per pause: none was raised for `name` since the newest counted call."""
+        sent = scalar(self.conn, "SELECT max(ts) FROM alerts WHERE source = ? AND event = 'BUDGET_PAUSED'", (name,))
+        return sent is None or sent < last_call
 
     def _remember(self, ctx: DiagnosisContext, got: dict, *, host, diff_sig, tmpl, broken) -> None:
         from healerd.blueprint import from_json
+        from healerd.heal.external import secret_literals
         from healerd.memory import make_selector_bundle
 
         try:
@@ -421,7 +482,7 @@ class Doctor(ServiceActor):
             self.registry.write("memory", "submit", error_type=ctx.error_type, host=host, diff_sig=diff_sig,
                                 template_sig=tmpl, broken_selectors=broken, fix_bundle=bundle,
                                 source_name=ctx.source_name, title=f"{host}: selectors for {changed} changed",
-                                extra_secrets=[*ctx.blueprint.headers.values(), *ctx.blueprint.cookies.values()],
+                                extra_secrets=list(secret_literals(ctx.blueprint, ctx.url)),
                                 root_cause="the site's markup changed (structural diff signature "
                                            f"{diff_sig or 'n/a'})")
         except Exception:
@@ -472,11 +533,17 @@ class Doctor(ServiceActor):
             candidate = ctx.blueprint.with_url(url)
             res = self._deploy(name, candidate, "builtin", f"the page moved to {url}")
             tried.append(f"relocate: {url}: {res['outcome']}: {res['reason']}")
-            if res["outcome"] in ("promoted", "staged"):
+            if res["outcome"] in ("promoted", "staged", "declined"):
                 return {"outcome": res["outcome"], "strategy": "relocate", "reason": f"page moved to {url}",
                         "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
         tried.append(f"relocate: none of {len(candidates)} same-site URLs yields the expected data")
         return None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one masked line: its type and message."""
+    text = " ".join(str(exc).split()) or "no message"
+    return mask_text(f"{type(exc).__name__}: {text}")[:500]
 
 
 def ctx_status(ctx: DiagnosisContext) -> int | None:

@@ -59,12 +59,23 @@ def recent(conn: apsw.Connection, name: str, limit: int = 10, since: float | Non
 
 
 def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
-    return [
-        {"kind": "fix", "at": iso(r["created_at"]), "_t": r["created_at"], "error_type": r["error_type"],
-         "strategy": r["strategy"], "outcome": r["outcome"], "reason": r["reason"], "version": r["version"],
-         "duration_ms": r["duration_ms"]}
-        for r in rows(conn, "SELECT * FROM fix_history WHERE source_name = ?", (name,))
-    ]
+    """Fix attempts for `healerctl history`, in the contract's outcomes.
+
+    A candidate held for a person is stored as outcome `staged` (it spends an attempt and the
+    recovery context needs to tell it apart), but the contract knows only promoted, rejected,
+    declined and error: it is shown as `declined`, with `staged: true` and the version to approve.
+    """
+    out = []
+    for r in rows(conn, "SELECT * FROM fix_history WHERE source_name = ?", (name,)):
+        e = {"kind": "fix", "at": iso(r["created_at"]), "_t": r["created_at"], "error_type": r["error_type"],
+             "strategy": r["strategy"], "outcome": r["outcome"], "reason": r["reason"], "version": r["version"],
+             "duration_ms": r["duration_ms"]}
+        if r["outcome"] == "staged":
+            e["outcome"] = "declined"
+            e["staged"] = True
+            e["reason"] = f"staged as version {r['version']} for approval: {r['reason']}"
+        out.append(e)
+    return out
 
 
 def last_diff(conn: apsw.Connection, name: str) -> dict | None:

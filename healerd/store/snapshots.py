@@ -17,14 +17,17 @@ SNAPSHOT_ZLIB_LEVEL = 1   # a page is written on every changed good scrape: leve
 
 
 def put(conn: apsw.Connection, name: str, kind: str, url: str, html: str, status: int | None = 200,
-        records=None, now: float | None = None) -> None:
+        records=None, now: float | None = None, sha256: str | None = None) -> None:
+    """Store a page. `sha256` is the hash of the page's bytes as fetched, when the caller has it:
+    the scraper hashes what the site sent, and a page in another charset than UTF-8 must compare
+    equal to itself on the next scrape (the text re-encoded here would hash differently)."""
     now = time.time() if now is None else now
     raw = html.encode("utf-8", errors="replace")
     with conn:
         conn.execute(
             "INSERT OR REPLACE INTO snapshots (source_name, kind, url, status_code, fetched_at, body, sha256, records) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, kind, url, status, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL), hashlib.sha256(raw).hexdigest(),
+            (name, kind, url, status, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL), sha256 or hashlib.sha256(raw).hexdigest(),
              json.dumps(records) if records is not None else None),
         )
 

@@ -88,6 +88,30 @@ def staged(conn: apsw.Connection, name: str) -> list[dict]:
     return rows(conn, "SELECT * FROM parser_versions WHERE source_name = ? AND status = 'staging' ORDER BY version", (name,))
 
 
+def staged_with_body(conn: apsw.Connection, name: str, body: str) -> int | None:
+    """The staging version of `name` whose blueprint is exactly `body` (awaiting approval), if any."""
+    return scalar(conn, "SELECT version FROM parser_versions WHERE source_name = ? AND status = 'staging' "
+                        "AND body = ? ORDER BY version LIMIT 1", (name, body))
+
+
+INTERRUPTED = "interrupted before validation"
+
+
+def reject_orphans(conn: apsw.Connection) -> list[tuple[str, int]]:
+    """After a crash: staging versions no fix attempt recorded as staged were cut off mid-deploy.
+
+    The Deployer stages a candidate before it validates it; only a candidate the Doctor then
+    recorded as `staged` (fix_history) is one that waits for a person. Any other staging version
+    was never judged: it is marked rejected with the note INTERRUPTED. Returns (source, version).
+    """
+    with conn:
+        got = rows(conn, "UPDATE parser_versions SET status = 'rejected', note = ? WHERE status = 'staging' "
+                         "AND NOT EXISTS (SELECT 1 FROM fix_history f WHERE f.source_name = parser_versions.source_name "
+                         "AND f.version = parser_versions.version AND f.outcome = 'staged') "
+                         "RETURNING source_name, version", (INTERRUPTED,))
+    return [(r["source_name"], r["version"]) for r in got]
+
+
 def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
     out = []
     for r in rows(conn, "SELECT * FROM parser_versions WHERE source_name = ?", (name,)):
