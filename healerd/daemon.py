@@ -101,7 +101,7 @@ class Daemon:
         reg = self.registry
         self._factories = {
             "writer": lambda: StoreWriter.start(self.db_path, cfg, reg, self.waiters),
-            "alerter": lambda: Alerter.start(self.log_dir, cfg, reg),
+            "alerter": lambda: Alerter.start(self.log_dir, cfg, reg, self.db_path),
             "validator": lambda: Validator.start(self.db_path, cfg, reg),
             "deployer": lambda: Deployer.start(self.db_path, cfg, reg),
             "doctor": lambda: Doctor.start(self.db_path, cfg, reg, self.waiters),

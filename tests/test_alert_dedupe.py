@@ -79,3 +79,37 @@ def test_a_zero_window_never_suppresses():
 def test_the_stderr_line():
     a = {"ts": "2023-11-14T22:13:20Z", "level": "warning", "source": None, "event": "SYSTEMIC_HALT", "message": "m"}
     assert format_line(a) == "ALERT 2023-11-14T22:13:20Z WARNING - SYSTEMIC_HALT: m"
+
+
+def test_remembered_alerts_keep_the_window_across_a_new_deduper():
+    d = AlertDeduper(WINDOW)
+    d.remember("shop", "HEAL_FAILED", T0, "DEGRADED")
+    assert not d.should_send("shop", "HEAL_FAILED", "DEGRADED", T0 + 60)       # same state: still a repeat
+    assert d.should_send("shop", "HEAL_FAILED", "DEGRADED", T0 + WINDOW)        # the window ran out
+    d = AlertDeduper(WINDOW)
+    d.remember("shop", "DEGRADED", T0, "DEGRADED")
+    assert d.should_send("shop", "QUARANTINED", "QUARANTINED", T0 + 60)
+    assert d.should_send("shop", "DEGRADED", "DEGRADED", T0 + 120)             # the state changed in between
+
+
+def test_the_store_gives_back_only_alerts_with_no_transition_since(tmp_path):
+    from healerd import lifecycle
+    from healerd.blueprint import Blueprint, FieldSpec
+    from healerd.store import alerts, sources
+    from healerd.store.db import open_db
+
+    conn = open_db(str(tmp_path / "healerd.db"))
+    bp = Blueprint(fields={"t": FieldSpec("t", "h1")}, url="http://127.0.0.1:9/p")
+    for name in ("calm", "moved", "old"):
+        sources.add(conn, name, bp, now=T0)
+    for name in ("calm", "moved", "old"):
+        lifecycle.fire(conn, lifecycle.make_model(name), "fail", reason="x", at=T0 + 10)
+    with conn:
+        alerts.insert(conn, {"level": "warning", "source": "calm", "event": "HEAL_FAILED", "message": "m"}, T0 + 20)
+        alerts.insert(conn, {"level": "warning", "source": "calm", "event": "HEAL_FAILED", "message": "m"}, T0 + 30)
+        alerts.insert(conn, {"level": "warning", "source": "moved", "event": "DEGRADED", "message": "m"}, T0 + 20)
+        alerts.insert(conn, {"level": "warning", "source": "old", "event": "DEGRADED", "message": "m"}, T0 - 5000)
+    lifecycle.fire(conn, lifecycle.make_model("moved", "DEGRADED"), "recover", reason="ok", at=T0 + 40)
+    got = alerts.unchanged_since_sent(conn, T0 + 15 - WINDOW)
+    assert [(r["source"], r["event"], r["ts"], r["state"]) for r in got] == [("calm", "HEAL_FAILED", T0 + 30, "DEGRADED")]
+    conn.close()

@@ -643,6 +643,30 @@ def test_alert_log_lines_and_dedupe_unless_the_state_changed(site, daemon_factor
     assert sorted(a["event"] for a in d.ctl_json("alerts")) == sorted(a["event"] for a in jsonl)
 
 
+def test_the_dedupe_window_survives_a_restart(site, daemon_factory, tmp_path):
+    cfg = make_config(doctor__max_fix_attempts=6)
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    add(d, tmp_path, "stats", site.url("/stats"), HOURLY)
+    assert d.ctl_json("run", "stats")["ok"] is True
+    site.page("/stats", listing_no_score())               # every fix attempt is refused
+    assert d.ctl_json("run", "stats")["ok"] is False
+    heal_failed = lambda dd: sum(a["event"] == "HEAL_FAILED" for a in dd.alerts())  # noqa: E731
+    fix_rows = lambda dd: db_rows(dd, "SELECT count(*) AS n FROM fix_history")[0]["n"]  # noqa: E731
+    d.wait_for(lambda: heal_failed(d) == 1 and fix_rows(d) == 1, timeout=60, what="the first failed attempt")
+    d.wait_for(lambda: len(d.ctl_json("alerts")) == len(d.alerts()), what="the alerts table")
+    assert exit_within(d, signal.SIGTERM) == 0
+    log_before = len(d.log())
+
+    d2 = daemon_factory(cfg).start()                      # the same state dir (and log file)
+    assert d2.ctl_json("run", "stats")["ok"] is False     # still DEGRADED: the next attempt fails the same way
+    d2.wait_for(lambda: fix_rows(d2) == 2, timeout=60, what="the second failed attempt")
+    time.sleep(0.5)
+    assert d2.state_of("stats") == "DEGRADED"
+    assert heal_failed(d2) == 1, [a["event"] for a in d2.alerts()]   # within the hour, same state: not repeated
+    assert "HEAL_FAILED" not in "".join(x for x in d2.log()[log_before:].splitlines() if x.startswith("ALERT "))
+
+
 @pytest.mark.parametrize("mode", ["500", "hang", "refused"])
 def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemon_factory, tmp_path):
     hook = Webhook(mode) if mode != "refused" else None

@@ -25,6 +25,8 @@ from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
 from healerd.sanitize import mask_mapping, mask_text
+from healerd.store import alerts as alerts_store
+from healerd.store.db import open_db
 from healerd.timeutil import iso
 
 log = logging.getLogger("healerd.alerter")
@@ -52,6 +54,16 @@ class AlertDeduper:
             return False
         self._sent[(source, event)] = (now, gen)
         return True
+
+    def remember(self, source: str | None, event: str, at: float, state: str | None) -> None:
+        """An alert sent before this deduper existed (read back from the store after a restart or
+        a config reload), with the source's state now: a repeat in the same state stays quiet."""
+        if state is not None and source not in self._state:
+            self._state[source] = state
+        gen = self._generation.get(source, 0)
+        last = self._sent.get((source, event))
+        if last is None or last[0] < at:
+            self._sent[(source, event)] = (at, gen)
 
 
 def format_line(alert: dict) -> str:
@@ -92,8 +104,9 @@ class _Webhook(threading.Thread):
 
 
 class Alerter(pykka.ThreadingActor):
-    def __init__(self, log_dir: str, config: Config, registry: ActorRegistry):
+    def __init__(self, log_dir: str, config: Config, registry: ActorRegistry, db_path: str | None = None):
         super().__init__()
+        self.db_path = db_path
         self.path = Path(log_dir) / "alerts.jsonl"
         self.config = config
         self.registry = registry
@@ -102,11 +115,26 @@ class Alerter(pykka.ThreadingActor):
         self.webhook: _Webhook | None = None
 
     def on_start(self) -> None:
+        if self.db_path and self.config.alerts.dedupe_window > 0:
+            self._seed_dedupe()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fh = open(self.path, "a", encoding="utf-8")
         if self.config.alerts.webhook:
             self.webhook = _Webhook(self.config.alerts.webhook)
             self.webhook.start()
+
+    def _seed_dedupe(self) -> None:
+        """The dedupe window outlives the actor: alerts of the last window whose source has not
+        changed state since are remembered, so a restart does not repeat them."""
+        try:
+            conn = open_db(self.db_path)
+            try:
+                for r in alerts_store.unchanged_since_sent(conn, time.time() - self.config.alerts.dedupe_window):
+                    self.deduper.remember(r["source"], r["event"], r["ts"], r["state"])
+            finally:
+                conn.close()
+        except Exception:  # without the history the Alerter still works; it may repeat an alert once
+            log.exception("could not read recent alerts for de-duplication")
 
     def on_stop(self) -> None:
         if self.fh:

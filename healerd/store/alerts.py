@@ -38,3 +38,15 @@ def since(conn: apsw.Connection, after_id: int = 0, limit: int = 200, source: st
          "message": r["message"], "details": json.loads(r["details"] or "{}")}
         for r in rows(conn, sql, params)
     ]
+
+
+def unchanged_since_sent(conn: apsw.Connection, after: float) -> list[dict]:
+    """The newest alert per (source, event) sent after `after` whose source has made no lifecycle
+    transition since, with the source's state now: what the Alerter's dedupe must remember."""
+    return rows(conn, """
+        SELECT a.source, a.event, max(a.ts) AS ts, h.state
+        FROM alerts a JOIN source_health h ON h.source_name = a.source
+        WHERE a.ts > ?
+        GROUP BY a.source, a.event
+        HAVING max(a.ts) >= COALESCE((SELECT max(e.at) FROM source_events e WHERE e.source_name = a.source), 0)
+    """, (after,))
