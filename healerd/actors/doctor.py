@@ -408,9 +408,9 @@ class Doctor(ServiceActor):
 
     def _external_cycles(self, client, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
         hc = self.config.healer
-        history: list[dict] = [{"cycle": i + 1, "outcome": p["outcome"], "reason": p["reason"],
-                                "changes_summary": p.get("strategy", "")}
-                               for i, p in enumerate(reversed(ctx.previous_attempts[:4]))]
+        # This attempt's cycles only: earlier attempts (other strategies, other episodes) travel
+        # as previous_attempts with their strategy, not relabelled as cycles they never were.
+        history: list[dict] = []
         last = None
         cycles = min(hc.cycles, len(hc.timeouts))
         for cycle in range(1, cycles + 1):
