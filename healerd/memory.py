@@ -2,7 +2,9 @@
 
 A site usually changes one template behind many pages, so ten sources on one shop
 break together. When one of them is healed and the fix promoted, the fix is
-stored here as an issue with a *fix bundle* (which selectors changed to what).
+stored here as an issue with a *fix bundle*: which selectors changed to what
+(kind "selectors"), or the promoted code parser that replaced the old one (kind
+"parser", from a healer that rewrote parser.py).
 The Doctor searches the memory first: a bundle that fits a sibling source's
 blueprint is applied, validated on that source's live page, and confirmed — or
 reported as failed, which lowers its confidence and keeps it from being offered
@@ -38,6 +40,9 @@ from healerd.store.db import row, rows, scalar
 from healerd.timeutil import iso
 
 EVENT_TYPES = ("search", "fix_retrieved", "fix_applied", "fix_confirmed", "issue_submitted")
+# Bundle keys that are the fix itself: stored as given (masking would break them), and
+# refused whole when they still look like they carry a secret; so is a parser bundle's `parser`.
+FUNCTIONAL_KEYS = ("kind", "items", "fields")
 PRIOR_SUCCESS = 2.0
 PRIOR_FAILURE = 2.0
 INVALID_BELOW = 0.25
@@ -207,10 +212,10 @@ class FixMemory:
                extra_secrets: Iterable[str] = ()) -> dict:
         """Store a fix that was promoted (the caller guarantees it); merge with a known issue.
 
-        Texts are sanitized first. The bundle's selectors cannot be masked without
-        breaking them, so a bundle that still carries anything secret-looking is
-        refused: {"status": "rejected", "reason": "sanitization_failed", ...}, nothing
-        stored. The same fingerprint with the same bundle merges (the source joins
+        Texts are sanitized first. The bundle's selectors and a parser bundle's code
+        cannot be masked without breaking them, so a bundle that still carries anything
+        secret-looking is refused: {"status": "rejected", "reason": "sanitization_failed",
+        ...}, nothing stored. The same fingerprint with the same bundle merges (the source joins
         affected_sources, verification_count + 1, confidence up); the same fingerprint
         with a different bundle is another validated fix for the change and becomes
         its own issue.
@@ -226,8 +231,13 @@ class FixMemory:
         if environment is not None and not isinstance(environment, dict):
             raise MemoryError_("validation_error", "environment: expected an object", {"key": "environment"})
         extra = [s for s in extra_secrets or () if isinstance(s, str)]
+        parser = fix_bundle.get("parser") if fix_bundle.get("kind") == "parser" else None
+        if fix_bundle.get("kind") == "parser" and (not isinstance(parser, str) or "def parse" not in parser):
+            raise MemoryError_("validation_error", "fix_bundle.parser: expected Python source defining parse(html)",
+                               {"key": "fix_bundle.parser"})
 
-        functional = {k: v for k, v in fix_bundle.items() if k in ("kind", "items", "fields")}
+        keep = FUNCTIONAL_KEYS + (("parser",) if parser is not None else ())
+        functional = {k: v for k, v in fix_bundle.items() if k in keep}
         rest = mask_mapping({k: v for k, v in fix_bundle.items() if k not in functional}, extra)
         bundle = {**functional, **rest}
         try:
@@ -236,6 +246,10 @@ class FixMemory:
             raise MemoryError_("validation_error", f"fix_bundle: not JSON-serialisable ({exc})",
                                {"key": "fix_bundle"}) from None
         kinds = find_secrets(bundle_text, extra) + [f"selector:{k}" for k in find_secrets(" ".join(broken), extra)]
+        if parser is not None:
+            # Also the code as written: JSON escapes its quotes and newlines, which hides
+            # `password = "..."` from the assignment rules.
+            kinds += [f"parser:{k}" for k in find_secrets(parser, extra)]
         if kinds:
             return {"status": "rejected", "reason": "sanitization_failed",
                     "details": f"Detected {len(kinds)} potential secret kind(s) in the fix bundle "
@@ -503,6 +517,49 @@ def make_selector_bundle(old: Blueprint, new: Blueprint) -> dict:
     }
 
 
+def make_parser_bundle(old: Blueprint, new: Blueprint) -> dict | None:
+    """The promoted code parser of `new`, or None when `new` brings no new parser.
+
+    {"kind": "parser", "parser": source, "fields": [names it fills], "items": selector | None,
+     "verification": [...]}. The source is stored as promoted: the memory's sanitization
+    refuses it whole when it looks like it carries a secret.
+    """
+    if not new.parser or new.parser == old.parser:
+        return None
+    return {
+        "kind": "parser",
+        "parser": new.parser,
+        "fields": sorted(new.fields),
+        "items": new.items,
+        "verification": [{"order": 1, "check": "validated on live page",
+                          "expected": "the staged parser passed validation on the live page and was promoted",
+                          "changed": ["parser"]}],
+    }
+
+
+def apply_parser_bundle(blueprint: Blueprint, bundle: dict) -> Blueprint | None:
+    """Another source's blueprint running the bundle's parser, or None when it does not fit.
+
+    It fits a source whose fields have the same names as the ones the parser fills
+    (a parser that fills other fields would only fail there). Everything else of the source (url,
+    headers, cookies, schedule, fields) stays. A parser the sandbox's static check
+    refuses, or the source's own parser unchanged, gives None.
+    """
+    from healerd.heal.sandbox import ParserRejected, check_parser_source
+
+    code = bundle.get("parser")
+    names = bundle.get("fields")
+    if not isinstance(code, str) or not code.strip() or code == blueprint.parser:
+        return None
+    if not (isinstance(names, list) and set(map(str, names)) == set(blueprint.fields)):
+        return None
+    try:
+        check_parser_source(code)
+    except ParserRejected:
+        return None
+    return blueprint.with_parser(code)
+
+
 def apply_bundle(blueprint: Blueprint, bundle: dict) -> Blueprint | None:
     """`bundle` applied to another source's blueprint, or None when it changes nothing there.
 
@@ -510,8 +567,10 @@ def apply_bundle(blueprint: Blueprint, bundle: dict) -> Blueprint | None:
     css equals the bundle's "from" for the same field name, or — when the names
     differ — equals the "from" of one bundle field (of several, the one whose old
     attr matches; ambiguous mappings are skipped). `items` likewise. Code parsers
-    and malformed bundles are not touched.
+    and malformed bundles are not touched. A parser bundle goes to `apply_parser_bundle`.
     """
+    if isinstance(bundle, dict) and bundle.get("kind") == "parser":
+        return apply_parser_bundle(blueprint, bundle)
     if not isinstance(bundle, dict) or bundle.get("kind", "selectors") != "selectors" or blueprint.parser:
         return None
     raw_fields = bundle.get("fields") if isinstance(bundle.get("fields"), dict) else {}

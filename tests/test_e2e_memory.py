@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import apsw
 
 from conftest import FAST_CONFIG
+from healer_server import HealerServer
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 NAMES = ["Ada", "Grace", "Linus", "Margaret", "Ken", "Barbara", "Dennis", "Frances", "Edsger", "Donald",
@@ -151,3 +154,58 @@ def test_a_bundle_is_not_blamed_when_the_page_could_not_be_fetched_to_validate_i
     assert after["confidence_score"] >= before["confidence_score"]
     assert db_rows(d, "SELECT count(*) AS n FROM memory_confirmations WHERE issue_id = ? AND source_name = 'b' "
                       "AND success = 0", (issue["issue_id"],))[0]["n"] == 0
+
+
+PARSER_V1 = """from selectolax.lexbor import LexborHTMLParser
+
+def parse(html):
+    rows = LexborHTMLParser(html).css('table.stats tr.player')
+    return [{'name': r.css_first('td.name').text(), 'score': r.css_first('td.score').text()} for r in rows]
+"""
+# What a code healer writes for listing_v2's redesign.
+PARSER_V2 = PARSER_V1.replace("table.stats tr.player", "table.league-table tr.row-player") \
+    .replace("td.name", "td.player-name").replace("td.score", "td.pts")
+CODE_BP = {"every": "1s", "fields": {"name": {}, "score": {"type": "int"}}, "parser": PARSER_V1}
+
+
+def test_three_code_parser_sources_one_external_heal_two_from_memory(site, daemon_factory, tmp_path):
+    healer = HealerServer(lambda req: (200, json.dumps({
+        "status": "healed", "modified_files": {"parser.py": PARSER_V2},
+        "changes_summary": "parser rewritten for the new table"}).encode()))
+    try:
+        cfg = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["memory", "external"]') + \
+            f'[healer]\nurl = "{healer.url}"\ntimeouts = [10]\ncycles = 1\n'
+        d = daemon_factory(cfg).start()
+        names = [f"c{i}" for i in range(3)]
+        for i, name in enumerate(names):
+            site.page(f"/c/{i}", listing_v1(rows_for(i)))
+            bp = write_blueprint(tmp_path / f"{name}.json", site.url(f"/c/{i}"), CODE_BP)
+            assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        for name in names:
+            assert d.ctl_json("run", name)["ok"] is True
+        # One template change behind the three pages.
+        for i in range(3):
+            site.page(f"/c/{i}", listing_v2(rows_for(i)))
+        d.wait_for(lambda: all(len(promoted_fixes(d, n)) == 1 for n in names), timeout=90,
+                   what="all three sources healed")
+        assert len(healer.requests) == 1
+        strategies = sorted(promoted_fixes(d, n)[0]["strategy"] for n in names)
+        assert strategies == ["external", "memory", "memory"], strategies
+        for i, name in enumerate(names):
+            d.wait_for(lambda: d.ctl_json("records", name)[0]["version"] > 1, what=f"records of {name}")
+            assert d.ctl_json("records", name)[0]["data"][0]["name"] == rows_for(i)[0][0]
+            # Each runs the healer's parser in production, promoted after its own validation.
+            v = db_rows(d, "SELECT body, validation FROM parser_versions WHERE source_name = ? "
+                           "AND status = 'production'", (name,))[0]
+            body = json.loads(v["body"])
+            assert body["parser"] == PARSER_V2 and body["url"] == site.url(f"/c/{i}")
+            assert v["validation"] and '"promote"' in v["validation"]
+        issues = d.ctl_json("memory")
+        assert len(issues) == 1
+        assert issues[0]["verification_count"] >= 3
+        assert set(issues[0]["affected_sources"]) == set(names)
+        shown = d.ctl_json("memory", "show", issues[0]["issue_id"])
+        assert shown["fix_bundle"]["kind"] == "parser" and shown["fix_bundle"]["parser"] == PARSER_V2
+        assert shown["usage"]["total_fix_applied"] == 2 and shown["usage"]["total_resolved"] == 2
+    finally:
+        healer.stop()

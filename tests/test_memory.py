@@ -8,7 +8,7 @@ import pytest
 
 from healerd.blueprint import from_dict
 from healerd.memory import (FixMemory, MemoryError_, MemoryMatch, apply_bundle, confidence, issue_fingerprint,
-                            make_selector_bundle)
+                            make_parser_bundle, make_selector_bundle)
 from healerd.store.db import open_db, rows, scalar
 
 HOST = "shop.example"
@@ -126,6 +126,90 @@ def test_apply_bundle_changes_attr_only_when_it_had_the_old_one():
     assert out is not None and out.fields["link"].attr == "data-href"
     no_attr = from_dict({"url": "https://shop.example/", "fields": {"link": {"css": "a.more"}}})
     assert apply_bundle(no_attr, b) is None
+
+
+# -- parser bundles -------------------------------------------------------------------------
+
+CODE_V1 = """from selectolax.lexbor import LexborHTMLParser
+
+def parse(html):
+    rows = LexborHTMLParser(html).css('table.stats tr.player')
+    return [{'name': r.css_first('td.name').text(), 'score': r.css_first('td.score').text()} for r in rows]
+"""
+CODE_V2 = CODE_V1.replace("table.stats tr.player", "table.league tr.row").replace("td.name", "td.who") \
+    .replace("td.score", "td.pts")
+CODE_BP = {"url": "https://stats.example/t/1", "every": "5m",
+           "fields": {"name": {}, "score": {"type": "int"}}, "parser": CODE_V1}
+
+
+def parser_bundle(code: str = CODE_V2) -> dict:
+    return make_parser_bundle(from_dict(CODE_BP), from_dict(CODE_BP).with_parser(code))
+
+
+def test_a_parser_bundle_is_made_sanitized_and_applied_to_another_source_keeping_its_own_settings(mem):
+    b = parser_bundle()
+    assert b["kind"] == "parser" and b["parser"] == CODE_V2
+    assert b["fields"] == ["name", "score"] and b["items"] is None
+    assert make_parser_bundle(from_dict(CODE_BP), from_dict(CODE_BP)) is None   # the same parser: nothing new
+    assert make_parser_bundle(from_dict(OLD), from_dict(NEW)) is None           # selectors only
+
+    out = submit(mem, "stats-1", host="stats.example", broken_selectors=[], fix_bundle=b,
+                 title="stats.example: parser replaced; ask ops@stats.example",
+                 extra_secrets=["s3cr3t-cookie-value"])
+    assert out["status"] == "created"
+    shown = mem.show(out["issue_id"])
+    assert shown["fix_bundle"]["parser"] == CODE_V2   # the code is stored as promoted, not masked
+    assert shown["fix_bundle"]["fields"] == ["name", "score"]
+    assert "ops@" not in json.dumps(shown)            # while the texts around it are masked
+
+    [match] = search(mem, "stats-2", host="stats.example", broken_selectors=[])
+    assert match.fix_bundle == shown["fix_bundle"]
+    sibling = from_dict({**CODE_BP, "url": "https://stats.example/t/2", "every": "1h",
+                         "headers": {"Authorization": "Bearer abc123def456ghi"}, "cookies": {"sid": "xyz987"}})
+    cand = apply_bundle(sibling, match.fix_bundle)
+    assert cand is not None and cand.parser == CODE_V2
+    assert cand.url == "https://stats.example/t/2" and cand.every == 3600
+    assert cand.headers == {"Authorization": "Bearer abc123def456ghi"} and cand.cookies == {"sid": "xyz987"}
+    assert cand.fields == sibling.fields
+    # A selector source whose fields have the same names takes the parser too.
+    same_names = from_dict({"url": "https://stats.example/t/3", "items": "table.stats tr.player",
+                            "fields": {"name": {"css": "td.name"}, "score": {"css": "td.score", "type": "int"}}})
+    cand = apply_bundle(same_names, match.fix_bundle)
+    assert cand is not None and cand.parser == CODE_V2 and cand.url == "https://stats.example/t/3"
+    # Already running that parser: nothing changes.
+    assert apply_bundle(from_dict(CODE_BP).with_parser(CODE_V2), b) is None
+
+
+def test_a_parser_bundle_with_a_secret_literal_is_refused(mem, db):
+    leaky = parser_bundle(CODE_V2.replace("def parse(html):",
+                                          "API_KEY = 'AKIAIOSFODNN7EXAMPLE'\n\ndef parse(html):"))
+    out = submit(mem, fix_bundle=leaky, broken_selectors=[])
+    assert out["status"] == "rejected" and out["reason"] == "sanitization_failed"
+    assert "aws_access_key" in out["details"]
+    # A source's own cookie value written into the code is a secret too.
+    cookie = parser_bundle(CODE_V2.replace("td.who", "td[data-s='Zq7wPlk2']"))
+    out = submit(mem, fix_bundle=cookie, broken_selectors=[], extra_secrets=["Zq7wPlk2"])
+    assert out["status"] == "rejected" and out["reason"] == "sanitization_failed"
+    assert scalar(db, "SELECT count(*) FROM memory_issues") == 0
+    with pytest.raises(MemoryError_) as err:
+        submit(mem, fix_bundle={"kind": "parser", "parser": 42, "fields": ["name"]})
+    assert err.value.code == "validation_error"
+
+
+def test_a_parser_bundle_is_not_applied_to_a_selector_source_with_different_fields():
+    b = parser_bundle()
+    assert apply_bundle(from_dict(OLD), b) is None   # name/price/link is not what the parser fills
+    fewer = from_dict({"url": "https://stats.example/t/4", "fields": {"name": {"css": "td.name"}}})
+    assert apply_bundle(fewer, b) is None
+    same = from_dict({"url": "https://stats.example/t/4", "fields": {"name": {"css": "td.name"},
+                                                                     "score": {"css": "td.score"}}})
+    assert apply_bundle(same, b).parser == CODE_V2   # while the same names take it
+    other_code = from_dict(dict(CODE_BP, fields={"title": {}, "score": {"type": "int"}}))
+    assert apply_bundle(other_code, b) is None        # a code parser filling other fields does not
+    # A parser the sandbox would refuse is never a candidate.
+    evil = {**b, "parser": "import os\n\ndef parse(html):\n    return [{'name': os.getcwd(), 'score': '1'}]\n"}
+    assert apply_bundle(from_dict(CODE_BP), evil) is None
+    assert apply_bundle(from_dict(CODE_BP), {**b, "parser": None}) is None
 
 
 # -- submit and merge -----------------------------------------------------------------------

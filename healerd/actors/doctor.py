@@ -336,6 +336,8 @@ class Doctor(ServiceActor):
             except Exception as exc:   # forgotten since the search
                 tried.append(f"memory: issue {m.issue_id} could not be retrieved ({exc})")
                 continue
+            # A selector mapping on this source's selectors, or a parser bundle's code on this
+            # source's blueprint (only once the sandbox's static check accepts it).
             candidate = apply_bundle(ctx.blueprint, bundle)
             if candidate is None:
                 continue
@@ -469,22 +471,32 @@ class Doctor(ServiceActor):
         return sent is None or sent < last_call
 
     def _remember(self, ctx: DiagnosisContext, got: dict, *, host, diff_sig, tmpl, broken) -> None:
+        """Store a promoted fix in the fix memory: the new code parser when the fix brought one
+        (a healer's parser.py), else the selector mapping from the old blueprint to the new."""
         from healerd.blueprint import from_json
         from healerd.heal.external import secret_literals
-        from healerd.memory import make_selector_bundle
+        from healerd.memory import make_parser_bundle, make_selector_bundle
 
         try:
             new = from_json(got["patch"])
-            bundle = make_selector_bundle(ctx.blueprint, new)
-            if not bundle.get("fields") and not bundle.get("items"):
-                return
-            changed = ", ".join(sorted(bundle.get("fields", {}))) or "items"
-            self.registry.write("memory", "submit", error_type=ctx.error_type, host=host, diff_sig=diff_sig,
-                                template_sig=tmpl, broken_selectors=broken, fix_bundle=bundle,
-                                source_name=ctx.source_name, title=f"{host}: selectors for {changed} changed",
-                                extra_secrets=list(secret_literals(ctx.blueprint, ctx.url)),
-                                root_cause="the site's markup changed (structural diff signature "
-                                           f"{diff_sig or 'n/a'})")
+            bundle = make_parser_bundle(ctx.blueprint, new)
+            if bundle is not None:
+                title = f"{host}: parser for {', '.join(bundle['fields'])} replaced"
+            else:
+                bundle = make_selector_bundle(ctx.blueprint, new)
+                if not bundle.get("fields") and not bundle.get("items"):
+                    return
+                changed = ", ".join(sorted(bundle.get("fields", {}))) or "items"
+                title = f"{host}: selectors for {changed} changed"
+            res = self.registry.write("memory", "submit", error_type=ctx.error_type, host=host, diff_sig=diff_sig,
+                                      template_sig=tmpl, broken_selectors=broken, fix_bundle=bundle,
+                                      source_name=ctx.source_name, title=title,
+                                      extra_secrets=list(secret_literals(ctx.blueprint, ctx.url)),
+                                      root_cause="the site's markup changed (structural diff signature "
+                                                 f"{diff_sig or 'n/a'})")
+            if isinstance(res, dict) and res.get("status") == "rejected":
+                log.info("the fix for %s was not stored in the fix memory: %s", ctx.source_name,
+                         res.get("details") or res.get("reason"))
         except Exception:
             log.exception("could not store the fix for %s in the fix memory", ctx.source_name)
 
