@@ -152,6 +152,22 @@ dedupe_window = "1h"
 """
 
 
+def db_rows(d: "DaemonProc", sql: str, params=()) -> list[dict]:
+    """Rows of a query on a daemon's database, read-only, beside the running daemon."""
+    import apsw
+
+    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        cur = conn.execute(sql, params)
+        desc, out = None, []
+        for r in cur:
+            desc = desc or [x[0] for x in cur.getdescription()]
+            out.append(dict(zip(desc, r)))
+        return out
+    finally:
+        conn.close()
+
+
 class DaemonProc:
     def __init__(self, tmp: Path, config: str = FAST_CONFIG, env: dict | None = None):
         self.tmp = tmp

@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import apsw
 import pytest
 
-from conftest import FAST_CONFIG, DaemonProc, bin_cmd
+from conftest import FAST_CONFIG, DaemonProc, bin_cmd, db_rows
 from healer_server import HealerServer, healed
 from httpfixture import LocalServer, Streamer, send
 from sitepages import LISTING_BP, ROWS, listing_empty, listing_no_score, listing_v1, listing_v2, write_blueprint
@@ -63,18 +63,6 @@ def make_config(**over) -> str:
         out.extend(f"{k} = {json.dumps(v)}" for k, v in table.items())
     return "\n".join(out) + "\n"
 
-
-def db_rows(d: DaemonProc, sql: str, params=()) -> list[dict]:
-    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cur = conn.execute(sql, params)
-        desc, out = None, []
-        for r in cur:
-            desc = desc or [x[0] for x in cur.getdescription()]
-            out.append(dict(zip(desc, r)))
-        return out
-    finally:
-        conn.close()
 
 
 def add(d: DaemonProc, tmp_path, name: str, url: str, bp: dict = LISTING_BP) -> None:

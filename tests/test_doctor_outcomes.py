@@ -13,7 +13,7 @@ import threading
 
 import apsw
 
-from conftest import FAST_CONFIG
+from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
@@ -28,18 +28,6 @@ def external_config(url: str, *, attempts: int = 3, extra: str = "") -> str:
     assert 'ladder = ["external"]' in cfg
     return cfg + f'[healer]\nurl = "{url}"\ntimeouts = [5]\ncycles = 1\n{extra}'
 
-
-def db_rows(d, sql, params=()):
-    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cur = conn.execute(sql, params)
-        desc, out = None, []
-        for r in cur:
-            desc = desc or [x[0] for x in cur.getdescription()]
-            out.append(dict(zip(desc, r)))
-        return out
-    finally:
-        conn.close()
 
 
 def db_write(d, sql, params=()):

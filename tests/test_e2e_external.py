@@ -11,10 +11,9 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import apsw
 import pytest
 
-from conftest import FAST_CONFIG
+from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
@@ -32,18 +31,6 @@ def healer_config(url: str, *, timeouts: str = "[5]", cycles: int = 1, attempts:
     return cfg + (f'[healer]\nurl = "{url}"\ntimeouts = {timeouts}\ncycles = {cycles}\nkind = "{kind}"\n'
                   f'model = "{model}"\ntoken = "{token}"\n')
 
-
-def db_rows(d, sql, params=()):
-    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cur = conn.execute(sql, params)
-        desc, out = None, []
-        for r in cur:
-            desc = desc or [x[0] for x in cur.getdescription()]
-            out.append(dict(zip(desc, r)))
-        return out
-    finally:
-        conn.close()
 
 
 def add_and_break(d, site, tmp_path, name="stats", path="/stats", bp=LISTING_BP, new_page=None):

@@ -6,24 +6,11 @@ import json
 import time
 from http.server import ThreadingHTTPServer
 
-import apsw
 
-from conftest import FAST_CONFIG
+from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
 
-
-def db_rows(d, sql, params=()):
-    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cur = conn.execute(sql, params)
-        desc, out = None, []
-        for r in cur:
-            desc = desc or [x[0] for x in cur.getdescription()]
-            out.append(dict(zip(desc, r)))
-        return out
-    finally:
-        conn.close()
 
 
 def add(d, tmp_path, name, url, bp=LISTING_BP):

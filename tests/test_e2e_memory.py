@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-import apsw
 
-from conftest import FAST_CONFIG
+from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
@@ -25,18 +24,6 @@ def listing_v3(rows) -> str:
     return (f'<html><head><title>Stats</title></head><body><section class="board"><table class="ranking">'
             f'<tr><th>Name</th><th>Score</th></tr>{body}</table></section></body></html>')
 
-
-def db_rows(d, sql, params=()):
-    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cur = conn.execute(sql, params)
-        desc, out = None, []
-        for r in cur:
-            desc = desc or [x[0] for x in cur.getdescription()]
-            out.append(dict(zip(desc, r)))
-        return out
-    finally:
-        conn.close()
 
 
 def promoted_fixes(d, name):
