@@ -467,6 +467,16 @@ def classify_status(status: int, body: bytes, timeout: float) -> tuple[str, str]
     return "http_error", f"healer answered HTTP {status}{': ' + msg if msg else ''}"
 
 
+@dataclass
+class Answer:
+    """What a backend read from a 2xx answer: an outcome, its reason, and a candidate if healed."""
+
+    outcome: str
+    reason: str
+    blueprint: Blueprint | None = None
+    summary: str = ""
+
+
 class _ClientBase:
     """What both backends share: config, the HTTP client, and turning outcomes into CycleResults."""
 
@@ -506,6 +516,37 @@ class _ClientBase:
             lits.append(self.config.token)
         return _one_line(sanitize_for_healer(str(text), lits), limit)
 
+    def heal_cycle(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> CycleResult:
+        """One cycle: build and send the backend's request, classify transport and HTTP failures
+        the same way for every backend, then let the backend read a 2xx answer."""
+        started = time.perf_counter()
+        try:
+            data = encode_request(self._request_body(ctx, cycle, history))
+        except Exception as exc:
+            return self._result(ctx, cycle, "error", f"cannot build the request: {type(exc).__name__}: {exc}",
+                                started=started)
+        timeout = self.config.timeout_for(cycle)
+        ans = post_json(self.client, self._endpoint(), data, self._headers(), timeout, self._max_answer())
+        n = len(data)
+        if ans.outcome:
+            return self._result(ctx, cycle, ans.outcome, ans.reason, started=started, status=ans.status,
+                                request_bytes=n)
+        bad = classify_status(ans.status, ans.body, timeout)
+        if bad:
+            return self._result(ctx, cycle, bad[0], bad[1], started=started, status=ans.status, request_bytes=n)
+        a = self._read_answer(ctx, ans.body)
+        return self._result(ctx, cycle, a.outcome, a.reason, started=started, status=ans.status, request_bytes=n,
+                            blueprint=a.blueprint, summary=a.summary)
+
+    def _request_body(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> dict:
+        raise NotImplementedError
+
+    def _endpoint(self) -> str:
+        raise NotImplementedError
+
+    def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> "Answer":
+        raise NotImplementedError
+
     def _result(self, ctx: DiagnosisContext | None, cycle: int, outcome: str, reason: str, *, started: float,
                 status: int | None = None, request_bytes: int = 0, blueprint: Blueprint | None = None,
                 summary: str = "") -> CycleResult:
@@ -520,39 +561,25 @@ class _ClientBase:
 class CodeHealerClient(_ClientBase):
     """Seed 000's API: POST the failed files and errors, receive modified files."""
 
-    def heal_cycle(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> CycleResult:
-        started = time.perf_counter()
+    def _request_body(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> dict:
+        return build_request(ctx, cycle, history, self.config)
+
+    def _endpoint(self) -> str:
+        return self.config.url
+
+    def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> Answer:
         try:
-            data = encode_request(build_request(ctx, cycle, history, self.config))
-        except Exception as exc:
-            return self._result(ctx, cycle, "error", f"cannot build the request: {type(exc).__name__}: {exc}",
-                                started=started)
-        timeout = self.config.timeout_for(cycle)
-        ans = post_json(self.client, self.config.url, data, self._headers(), timeout, self._max_answer())
-        n = len(data)
-        if ans.outcome:
-            return self._result(ctx, cycle, ans.outcome, ans.reason, started=started, status=ans.status,
-                                request_bytes=n)
-        bad = classify_status(ans.status, ans.body, timeout)
-        if bad:
-            return self._result(ctx, cycle, bad[0], bad[1], started=started, status=ans.status, request_bytes=n)
-        try:
-            payload = json.loads(ans.body)
+            payload = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return self._result(ctx, cycle, "bad_response", f"the healer's answer is not JSON ({exc})",
-                                started=started, status=ans.status, request_bytes=n)
+            return Answer("bad_response", f"the healer's answer is not JSON ({exc})")
         if not isinstance(payload, dict):
-            return self._result(ctx, cycle, "bad_response", "the healer's answer is not a JSON object",
-                                started=started, status=ans.status, request_bytes=n)
+            return Answer("bad_response", "the healer's answer is not a JSON object")
         status = payload.get("status")
         summary = payload.get("changes_summary") if isinstance(payload.get("changes_summary"), str) else ""
         if status != "healed":
             msg = payload.get("message") if isinstance(payload.get("message"), str) else ""
             outcome = "timeout" if status == "timeout" else "bad_response"
-            return self._result(ctx, cycle, outcome,
-                                f"the healer answered status {_one_line(str(status), 40)!r}"
-                                + (f": {msg}" if msg else ""),
-                                started=started, status=ans.status, request_bytes=n)
+            return Answer(outcome, f"the healer answered status {_one_line(str(status), 40)!r}"
+                                   + (f": {msg}" if msg else ""))
         cand = candidate_from_files(ctx, payload.get("modified_files"), self.config)
-        return self._result(ctx, cycle, cand.outcome, cand.reason, started=started, status=ans.status,
-                            request_bytes=n, blueprint=cand.blueprint, summary=summary)
+        return Answer(cand.outcome, cand.reason, cand.blueprint, summary)

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 from healerd.diagnosis import DiagnosisContext
-from healerd.heal.external import (
-    CodeHealerClient, CycleResult, HealerConfig, _ClientBase, candidate_from_files, classify_status, encode_request,
-    post_json,
-)
+from healerd.heal.external import Answer, CodeHealerClient, HealerConfig, _ClientBase, candidate_from_files
 from healerd.heal.prompt import build_messages
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
@@ -56,42 +52,28 @@ def files_from_answer(content: str) -> dict[str, str] | None:
 class OpenAIHealerClient(_ClientBase):
     """POST {url}/v1/chat/completions; the answer's first fenced block is the candidate."""
 
-    def heal_cycle(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> CycleResult:
-        started = time.perf_counter()
+    def _request_body(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> dict:
+        return build_chat_request(ctx, cycle, history, self.config)
+
+    def _endpoint(self) -> str:
+        return chat_url(self.config.url)
+
+    def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> Answer:
         try:
-            data = encode_request(build_chat_request(ctx, cycle, history, self.config))
-        except Exception as exc:
-            return self._result(ctx, cycle, "error", f"cannot build the request: {type(exc).__name__}: {exc}",
-                                started=started)
-        timeout = self.config.timeout_for(cycle)
-        ans = post_json(self.client, chat_url(self.config.url), data, self._headers(), timeout, self._max_answer())
-        n = len(data)
-        if ans.outcome:
-            return self._result(ctx, cycle, ans.outcome, ans.reason, started=started, status=ans.status,
-                                request_bytes=n)
-        bad = classify_status(ans.status, ans.body, timeout)
-        if bad:
-            return self._result(ctx, cycle, bad[0], bad[1], started=started, status=ans.status, request_bytes=n)
-        try:
-            payload = json.loads(ans.body)
+            payload = json.loads(body)
             content = payload["choices"][0]["message"]["content"]
             if not isinstance(content, str):
                 raise TypeError("content is not text")
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return self._result(ctx, cycle, "bad_response", "the model server's answer is not JSON",
-                                started=started, status=ans.status, request_bytes=n)
+            return Answer("bad_response", "the model server's answer is not JSON")
         except (KeyError, IndexError, TypeError) as exc:
-            return self._result(ctx, cycle, "bad_response",
-                                f"the model server's answer has no choices[0].message.content ({exc})",
-                                started=started, status=ans.status, request_bytes=n)
+            return Answer("bad_response", f"the model server's answer has no choices[0].message.content ({exc})")
         files = files_from_answer(content)
         if files is None:
-            return self._result(ctx, cycle, "bad_response", "the model's answer holds no fenced code block",
-                                started=started, status=ans.status, request_bytes=n)
+            return Answer("bad_response", "the model's answer holds no fenced code block")
         cand = candidate_from_files(ctx, files, self.config)
         summary = f"{self.config.model or 'model'}: {'parser' if 'parser.py' in files else 'blueprint'} rewritten"
-        return self._result(ctx, cycle, cand.outcome, cand.reason, started=started, status=ans.status,
-                            request_bytes=n, blueprint=cand.blueprint, summary=summary)
+        return Answer(cand.outcome, cand.reason, cand.blueprint, summary)
 
 
 def make_client(config: HealerConfig) -> CodeHealerClient | OpenAIHealerClient | None:
