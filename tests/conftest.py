@@ -182,12 +182,17 @@ class DaemonProc:
         self.log_path = tmp / "daemon.log"
         self._log = None
 
+    def _outputs(self):
+        """(stdout, stderr) for the daemon: both into daemon.log."""
+        return self._log, subprocess.STDOUT
+
     def start(self, wait: float = 20.0) -> "DaemonProc":
         self._log = open(self.log_path, "ab")
+        stdout, stderr = self._outputs()
         self.proc = subprocess.Popen(
             bin_cmd("healerd") + ["run", "--config", str(self.config_path), "--state-dir", str(self.state),
                                   "--socket", self.socket],
-            cwd=self.tmp, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+            cwd=self.tmp, env=self.env, stdout=stdout, stderr=stderr)
         deadline = time.time() + wait
         while time.time() < deadline:
             if self.proc.poll() is not None:

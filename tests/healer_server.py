@@ -16,6 +16,7 @@ class HealerServer:
         self.delay = delay
         self.requests: list[bytes] = []
         self.headers: list[dict] = []
+        self.paths: list[str] = []
         srv = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -26,6 +27,7 @@ class HealerServer:
                 raw = self.rfile.read(n)
                 srv.requests.append(raw)
                 srv.headers.append(dict(self.headers))
+                srv.paths.append(self.path)
                 if srv.delay:
                     time.sleep(srv.delay)
                 try:
@@ -43,7 +45,8 @@ class HealerServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api/heal"
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = self.base + "/api/heal"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self):

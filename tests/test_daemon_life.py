@@ -175,22 +175,10 @@ def notify_socket():
 class SplitDaemon(DaemonProc):
     """The daemon with stdout and stderr kept apart (DaemonProc merges them)."""
 
-    def start(self, wait: float = 20.0) -> "SplitDaemon":
-        self._log = open(self.log_path, "ab")
+    def _outputs(self):
         self.stdout_path = self.tmp / "stdout.log"
         self._out = open(self.stdout_path, "ab")
-        self.proc = subprocess.Popen(
-            bin_cmd("healerd") + ["run", "--config", str(self.config_path), "--state-dir", str(self.state),
-                                  "--socket", self.socket],
-            cwd=self.tmp, env=self.env, stdout=self._out, stderr=self._log)
-        deadline = time.time() + wait
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"healerd exited with {self.proc.returncode}:\n{self.log()}")
-            if os.path.exists(self.socket) and self.ctl("status", "--json").returncode == 0:
-                return self
-            time.sleep(0.1)
-        raise RuntimeError(f"healerd did not come up:\n{self.log()}")
+        return self._out, self._log
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 15.0):
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -228,52 +227,25 @@ def test_a_failing_healer_is_recorded_and_production_is_untouched(case, site, da
 # ------------------------------------------------------------------------- an OpenAI-compatible server
 
 
-class ChatServer:
-    """A real local OpenAI-compatible chat-completions server; records (path, headers, body)."""
-
-    def __init__(self, content: str):
-        self.requests: list[tuple[str, dict, bytes]] = []
-        srv = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                srv.requests.append((self.path, dict(self.headers), raw))
-                body = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": "tiny-coder",
-                                   "choices": [{"index": 0, "finish_reason": "stop",
-                                                "message": {"role": "assistant", "content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+def chat_answer(content: str):
+    """An OpenAI-compatible chat-completions answer carrying `content`, for HealerServer."""
+    body = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "model": "tiny-coder",
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content}}]}).encode()
+    return lambda req: (200, body)
 
 
 def test_an_openai_compatible_server_heals(site, daemon_factory, tmp_path):
     answer = "Here is the fix:\n```json\n" + json.dumps({k: v for k, v in FIXED.items() if k != "every"},
                                                        indent=2) + "\n```\n"
-    chat = ChatServer(answer)
+    chat = HealerServer(chat_answer(answer))   # the same real server, answering as a chat-completions API
     try:
-        d = daemon_factory(healer_config(chat.url, kind="openai", model="tiny-coder", token=HEALER_TOKEN)).start()
+        d = daemon_factory(healer_config(chat.base, kind="openai", model="tiny-coder", token=HEALER_TOKEN)).start()
         add_and_break(d, site, tmp_path)
         v = d.wait_for(lambda: healed_version(d), what="the model's fix to be promoted")
         assert_promoted_by_external(d, v)
         assert len(chat.requests) == 1
-        path, headers, raw = chat.requests[0]
+        path, headers, raw = chat.paths[0], chat.headers[0], chat.requests[0]
         assert path == "/v1/chat/completions"
         assert headers["Authorization"] == f"Bearer {HEALER_TOKEN}"
         body = json.loads(raw)
