@@ -31,7 +31,6 @@ import argparse
 import gc
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -45,6 +44,8 @@ from healerd.control import client, protocol
 from healerd.store import sources
 from healerd.store.db import db_path, open_db
 
+from benchutil import bin_cmd, percentile
+
 TARGET_P99_MS = 50.0
 TABLE = {"table": True}   # the status request healerctl sends: the fleet as columns and rows
 CONFIG = """
@@ -53,23 +54,6 @@ log_level = "WARNING"
 [fetch]
 respect_robots = false
 """
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
-
-
-def bin_cmd(name: str) -> list[str]:
-    """The installed console script next to this interpreter, else on PATH, else the module."""
-    script = Path(sys.executable).parent / name
-    if script.exists():
-        return [str(script)]
-    found = shutil.which(name)
-    if found:
-        return [found]
-    return [sys.executable, "-m", "healerd" if name == "healerd" else "healerd.cli.healerctl"]
 
 
 def build_state(state_dir: Path, n: int, mode: str) -> float:

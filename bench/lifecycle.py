@@ -27,11 +27,7 @@ from healerd.blueprint import Blueprint, FieldSpec
 from healerd.store import sources
 from healerd.store.db import open_db
 
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
+from benchutil import percentile
 
 
 def time_reads(fn, times: int) -> list[float]:

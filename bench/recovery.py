@@ -53,6 +53,8 @@ from pathlib import Path
 from healerd.control import client
 from healerd.store.db import connect, db_path, rows
 
+from benchutil import bin_cmd, percentile
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
 FINAL_TASK_STATES = ("COMPLETED", "FAILED", "QUARANTINED")
@@ -66,22 +68,6 @@ def _load_heal_bench():
 
 
 hb = _load_heal_bench()
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
-
-
-def bin_cmd(name: str) -> list[str]:
-    script = Path(sys.executable).parent / name
-    if script.exists():
-        return [str(script)]
-    found = shutil.which(name)
-    if found:
-        return [found]
-    return [sys.executable, "-m", "healerd" if name == "healerd" else "healerd.cli.healerctl"]
 
 
 class Site:
