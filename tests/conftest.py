@@ -21,6 +21,26 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture
+def server():
+    """A real HTTP server on 127.0.0.1 whose routes a test sets (httpfixture.LocalServer)."""
+    from httpfixture import LocalServer
+
+    s = LocalServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def fetcher():
+    """The daemon's Fetcher with short timeouts."""
+    from healerd.fetch import FetchConfig, Fetcher
+
+    f = Fetcher(FetchConfig(timeout=2.0, connect_timeout=2.0))
+    yield f
+    f.close()
+
+
 def bin_cmd(name: str) -> list[str]:
     """The installed console script, or the module when only the package is importable."""
     script = Path(sys.executable).parent / name

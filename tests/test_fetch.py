@@ -20,20 +20,6 @@ from httpfixture import LocalServer, Streamer, page, send, sequence
 GOOD = "<html><head><title>Stats</title></head><body><p class='v'>héllo</p></body></html>"
 
 
-@pytest.fixture
-def server():
-    s = LocalServer()
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def fetcher():
-    f = Fetcher(FetchConfig(timeout=2.0, connect_timeout=2.0))
-    yield f
-    f.close()
-
-
 def fails(fn) -> FetchError:
     with pytest.raises(FetchError) as info:
         fn()

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from healerd.fetch import FetchConfig, Fetcher
+from healerd.fetch import FetchConfig
 from healerd.robots import RobotsPolicy, robots_url
 from httpfixture import LocalServer, page, sequence
 
@@ -25,20 +25,6 @@ Crawl-delay: 1.5
 User-agent: otherbot
 Disallow: /
 """
-
-
-@pytest.fixture
-def server():
-    s = LocalServer()
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def fetcher():
-    f = Fetcher(FetchConfig(timeout=2.0, connect_timeout=2.0))
-    yield f
-    f.close()
 
 
 class Clock:
