@@ -6,7 +6,7 @@ import json
 
 import apsw
 
-from healerd.store.db import rows, scalar
+from healerd.store.db import rows
 from healerd.timeutil import iso
 
 
@@ -16,10 +16,6 @@ def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:
                      (ts, alert["level"], alert.get("source"), alert["event"], alert["message"],
                       json.dumps(alert.get("details") or {}, sort_keys=True)))
         return conn.last_insert_rowid()
-
-
-def last_sent(conn: apsw.Connection, source: str | None, event: str) -> float | None:
-    return scalar(conn, "SELECT max(ts) FROM alerts WHERE source IS ? AND event = ?", (source, event))
 
 
 def since(conn: apsw.Connection, after_id: int = 0, limit: int = 200, source: str | None = None) -> list[dict]:

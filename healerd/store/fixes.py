@@ -104,7 +104,3 @@ def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
         "median_recovery_s": round(statistics.median(recov), 3) if recov else None,
     }
 
-
-def fingerprint_sources(conn: apsw.Connection, fingerprint: str, since: float) -> list[str]:
-    return [r["source_name"] for r in rows(conn, "SELECT DISTINCT source_name FROM fix_history WHERE fingerprint = ? "
-                                                 "AND created_at > ?", (fingerprint, since))]

@@ -252,14 +252,6 @@ def set_health(conn: apsw.Connection, name: str, **values) -> None:
                      (*values.values(), time.time(), name))
 
 
-def set_source(conn: apsw.Connection, name: str, **values) -> None:
-    if not values:
-        return
-    cols = ", ".join(f"{k} = ?" for k in values)
-    with conn:
-        conn.execute(f"UPDATE sources SET {cols}, updated_at = ? WHERE name = ?", (*values.values(), time.time(), name))
-
-
 def item_counts(r: dict) -> list[int]:
     try:
         return [int(x) for x in json.loads(r.get("item_counts") or "[]")]
