@@ -174,12 +174,8 @@ def _now(now: float | None) -> float:
 
 def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
     """All status objects, fast: one query, times formatted by SQLite, tuples zipped into dicts."""
-    cur = conn.execute(
-        "SELECT s.name, s.url, h.state, s.current_version, "
-        f"{_ISO.format(col='h.last_success_at')}, {_ISO.format(col='h.last_failure_at')}, "
-        f"h.failure_count, {ATTEMPTS_24H_SQL}, {_ISO.format(col='h.quarantine_until')}, s.paused, "
-        f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {_ISO.format(col='s.next_run_at')} END, "
-        "h.last_error FROM sources s JOIN source_health h ON h.source_name = s.name ORDER BY s.name", (_now(now),))
+    cur = conn.execute(f"SELECT {', '.join(_status_columns(json_values=False))} FROM sources s "
+                       "JOIN source_health h ON h.source_name = s.name ORDER BY s.name", (_now(now),))
     try:
         keys = STATUS_KEYS
         return [dict(zip(keys, (*r[:9], r[9] == 1, *r[10:]))) for r in cur]
@@ -187,13 +183,14 @@ def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
         cur.close()
 
 
-def _status_json_columns() -> tuple[str, ...]:
-    """SQL for each value of STATUS_KEYS, in order, as JSON values (times as ISO text, paused a boolean)."""
+def _status_columns(json_values: bool = True) -> tuple[str, ...]:
+    """SQL for each value of STATUS_KEYS, in order (times as ISO text); with `json_values`, paused is a
+    JSON boolean for SQLite's JSON functions, else the stored 0/1."""
     iso = _ISO.format
     return (
         "s.name", "s.url", "h.state", "s.current_version", iso(col="h.last_success_at"),
         iso(col="h.last_failure_at"), "h.failure_count", ATTEMPTS_24H_SQL, iso(col="h.quarantine_until"),
-        "json(CASE WHEN s.paused THEN 'true' ELSE 'false' END)",
+        "json(CASE WHEN s.paused THEN 'true' ELSE 'false' END)" if json_values else "s.paused",
         f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {iso(col='s.next_run_at')} END",
         "h.last_error",
     )
@@ -205,7 +202,7 @@ def status_all_json(conn: apsw.Connection, table: bool = False, now: float | Non
     By default an array of objects; with `table`, an array of rows (value arrays in the
     order of STATUS_KEYS), which is less than half the size and decodes ~2.5x faster.
     """
-    columns = _status_json_columns()
+    columns = _status_columns()
     if table:
         item = f"json_array({', '.join(columns)})"
     else:
