@@ -116,17 +116,6 @@ def update_blueprint(conn: apsw.Connection, name: str, bp: Blueprint, now: float
         versions.promote(conn, name, v, now=now)
 
 
-def due(conn: apsw.Connection, now: float, limit: int = 1000) -> list[dict]:
-    """Unpaused, not quarantined/dead sources whose next run has come."""
-    return rows(
-        conn,
-        "SELECT s.name, s.url, s.host, s.next_run_at FROM sources s JOIN source_health h ON h.source_name = s.name "
-        "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
-        "ORDER BY s.next_run_at LIMIT ?",
-        (now, limit),
-    )
-
-
 _ISO = "strftime('%Y-%m-%dT%H:%M:%SZ', {col}, 'unixepoch')"
 # Fix attempts that spent budget in the 24 hours before the bound parameter (now), and not
 # before an unquarantine (attempts_since): counted when asked, so old attempts age out.
