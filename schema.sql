@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS sources (
     name            TEXT PRIMARY KEY,
     url             TEXT NOT NULL,
     host            TEXT NOT NULL,
-    blueprint       TEXT NOT NULL,          -- the human blueprint, JSON (CONTRACT format)
+    blueprint       TEXT NOT NULL,          -- the human blueprint, JSON (the blueprint format)
     every_s         REAL NOT NULL,          -- schedule interval, seconds
     interval_factor REAL NOT NULL DEFAULT 1.0,  -- stretched by RATE_LIMIT, reset on success
     paused          INTEGER NOT NULL DEFAULT 0,
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS sources (
     updated_at      REAL NOT NULL
 );
 
--- The spec's health row, one per source; `state` is the persisted lifecycle state.
+-- The health row, one per source; `state` is the persisted lifecycle state.
 CREATE TABLE IF NOT EXISTS source_health (
     source_name          TEXT PRIMARY KEY REFERENCES sources(name) ON DELETE CASCADE,
     state                TEXT NOT NULL CHECK (state IN ('ACTIVE','DEGRADED','QUARANTINED','DEAD')),
@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS source_events (
 );
 CREATE INDEX IF NOT EXISTS source_events_by_source ON source_events(source_name, id);
 
--- The spec's task queue: SCRAPE_SOURCE / FIX_SOURCE / ADD_SOURCE work that must
+-- The task queue: SCRAPE_SOURCE / FIX_SOURCE / ADD_SOURCE work that must
 -- survive a restart.
 CREATE TABLE IF NOT EXISTS task_queue (
     task_id       INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -87,7 +87,7 @@ CREATE TABLE IF NOT EXISTS task_queue (
 CREATE INDEX IF NOT EXISTS task_queue_pending ON task_queue(state, priority, task_id);
 CREATE INDEX IF NOT EXISTS task_queue_target ON task_queue(target, type, state);
 
--- One row per fix attempt (the spec's fix_history, plus how it went).
+-- One row per fix attempt (what was tried, and how it went).
 CREATE TABLE IF NOT EXISTS fix_history (
     fix_id            INTEGER PRIMARY KEY AUTOINCREMENT,
     source_name       TEXT NOT NULL,
@@ -176,7 +176,7 @@ CREATE TABLE IF NOT EXISTS healer_calls (
 );
 CREATE INDEX IF NOT EXISTS healer_calls_by_time ON healer_calls(started_at);
 
--- The fix memory (seed 002): known issues and their validated fix bundles.
+-- The fix memory: known issues and their validated fix bundles.
 CREATE TABLE IF NOT EXISTS memory_issues (
     issue_id           TEXT PRIMARY KEY,
     fingerprint        TEXT NOT NULL UNIQUE,

@@ -46,7 +46,7 @@ import time
 ROWS_PER_PAGE = 50
 MIN_PAGE, MAX_PAGE = 50_000, 148_000
 FIELDS = ("title", "url", "price", "reviews", "seller")
-NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")   # the contract's number rule
+NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")   # the documented first-number rule (docs/REFERENCE.md)
 
 BLUEPRINT = {
     "every": "1h",

@@ -1,6 +1,6 @@
 """Blueprints: what to scrape from a page, parsed and checked.
 
-A blueprint is TOML or the same structure in JSON (CONTRACT.md):
+A blueprint is TOML or the same structure in JSON (docs/REFERENCE.md, "Blueprints"):
 
     url = "http://127.0.0.1:8080/stats"   # optional when given on the command line
     every = "15m"
@@ -80,7 +80,7 @@ class Blueprint:
         return "code" if self.parser else "selectors"
 
     def to_dict(self) -> dict[str, Any]:
-        """The CONTRACT-format dict (what `blueprint.json` and the database hold)."""
+        """The blueprint-format dict (what `blueprint.json` and the database hold)."""
         d: dict[str, Any] = {}
         if self.url is not None:
             d["url"] = self.url

@@ -1,4 +1,4 @@
-"""Extraction exactly as CONTRACT.md and the corpus README define it.
+"""Extraction exactly as docs/REFERENCE.md ("Extraction") defines it.
 
 - Parse with selectolax's lexbor backend.
 - Without `items`: each field's selector on the whole document, first match.

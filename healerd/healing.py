@@ -1,6 +1,6 @@
 """The Doctor's routing and reporting, as plain functions.
 
-- `route`: which strategy an error class gets (seed 001's classify-then-route).
+- `route`: which strategy an error class gets (classify, then route).
 - `relocation_candidates`: where a page that answers 404/410 may have moved on the
   same site (sitemap.xml and links), never another domain.
 - `recovery_context` / `deferred_report`: what the next attempt is told about the
@@ -89,7 +89,7 @@ def broken_selectors(blueprint, failed_fields: list[str]) -> list[str]:
 
 
 def recovery_context(previous: list[dict]) -> dict:
-    """Seed 001's recovery context: the earlier attempts of this episode and why they failed."""
+    """The recovery context: the earlier attempts of this episode and why they failed."""
     failed = [p for p in previous if p.get("outcome") in ("rejected", "error", "staged")]
     hint = ""
     if failed:

@@ -1,4 +1,4 @@
-"""healerd's local fix memory (after seed 002): a site change seen once heals everywhere.
+"""healerd's local fix memory: a site change seen once heals everywhere.
 
 A site usually changes one template behind many pages, so ten sources on one shop
 break together. When one of them is healed and the fix promoted, the fix is
@@ -12,7 +12,7 @@ to that source again.
 
 Tables: memory_issues, memory_confirmations, memory_usage (schema.sql). Every
 public method that writes does so in one transaction (`with conn:`). Errors
-raise MemoryError_, whose `to_dict()` is seed 002's uniform error shape.
+raise MemoryError_, whose `to_dict()` is a uniform error shape ({code, message, details}).
 
 Confidence is the mean of a Beta(2, 2) prior updated by outcomes:
 (successes + 2) / (successes + failures + 4), where successes is
@@ -193,7 +193,7 @@ class FixMemory:
 
     # -- get ------------------------------------------------------------------------------
     def get_fix_bundle(self, issue_id: str, source_name: str | None = None) -> dict:
-        """The issue's fix bundle (seed 002's gim_get_fix_bundle shape); records "fix_retrieved"."""
+        """The issue's fix bundle with its issue id and confidence; records "fix_retrieved"."""
         with self.conn:
             c = self._issue(issue_id)
             self._usage("fix_retrieved", c["issue_id"], source_name, None, self.clock())
@@ -346,7 +346,7 @@ class FixMemory:
             self._usage(event_type, issue_id, source_name, success, self.clock())
 
     def issue_stats(self, issue_id: str) -> dict:
-        """Seed 002's IssueUsageStats for one issue (times as ISO 8601 Z)."""
+        """Usage statistics of one issue (times as ISO 8601 Z)."""
         c = self._issue(issue_id)
         return self._stats(c["issue_id"])
 
@@ -374,7 +374,7 @@ class FixMemory:
         }
 
     def global_stats(self) -> dict:
-        """Seed 002's GlobalUsageStats (sources stand in for sessions)."""
+        """Usage statistics of the whole memory (`healerctl memory stats`)."""
         since = self.clock() - DAY
 
         def count(sql: str, params=()) -> int:

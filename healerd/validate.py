@@ -1,4 +1,4 @@
-"""Is this extraction the data we expect? (the Doctor spec's validator, extended)
+"""Is this extraction the data we expect? (the Doctor's validator)
 
 Checks, in order of the error class they give (BLOCKED > PARSE_ERROR > SCHEMA_MISMATCH):
 

@@ -1,4 +1,4 @@
-"""A real local HTTP server speaking the code-healer API (seed 000), for tests."""
+"""A real local HTTP server speaking the code-healer API (docs/HEALER_API.md), for tests."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def test_a_staged_candidate_is_announced_once_and_not_staged_again(site, daemon_
         assert "healerctl approve stats 2" in flagged[0]["message"]
         assert "drops score" in flagged[0]["message"]
         assert source_alerts(d, "QUARANTINED") == []
-        # history --json speaks the contract's outcomes; the staged attempt says what it is.
+        # history --json speaks its documented outcomes; the staged attempt says what it is.
         hist = [h for h in d.ctl_json("history", "stats") if h["kind"] == "fix"]
         assert {h["outcome"] for h in hist} <= CONTRACT_OUTCOMES, hist
         staged = [h for h in hist if h.get("staged")]

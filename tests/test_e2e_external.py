@@ -92,7 +92,7 @@ def test_a_healer_that_heals_is_promoted_and_records_flow(site, daemon_factory, 
         add_and_break(d, site, tmp_path)
         v = d.wait_for(lambda: healed_version(d), what="the external fix to be promoted")
         assert_promoted_by_external(d, v)
-        # One call, cycle 1, the seed-000 request shape, the token as a bearer.
+        # One call, cycle 1, the code-healer API's request shape, the token as a bearer.
         assert [json.loads(r)["cycle"] for r in healer.requests] == [1]
         body = json.loads(healer.requests[0])
         assert body["project_id"] == "stats" and body["tier"] == "minimal"

@@ -1,4 +1,4 @@
-"""The external healer clients against real local HTTP servers (seed 000 and OpenAI-style)."""
+"""The external healer clients against real local HTTP servers (code-healer API and OpenAI-style)."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def no_secret_in(raw: bytes) -> None:
         assert secret not in text, f"secret {secret!r} reached the healer"
 
 
-# ---------------------------------------------------------------- seed 000 client
+# ---------------------------------------------------------------- code-healer client
 
 
 def test_a_healer_that_heals_gives_a_working_candidate(serve):
@@ -149,7 +149,7 @@ def test_a_healer_that_heals_gives_a_working_candidate(serve):
     # The candidate keeps where and how the source is fetched.
     assert bp.url == SOURCE_URL and bp.headers == BLUEPRINT.headers and bp.cookies == BLUEPRINT.cookies
     assert bp.every == BLUEPRINT.every
-    # The request is seed 000's shape plus tier and history.
+    # The request is the code-healer API's shape plus tier and history.
     path, headers, raw = server.requests[0]
     body = json.loads(raw)
     assert path == "/api/heal" and headers["Content-Type"] == "application/json"
@@ -351,7 +351,7 @@ def test_a_code_parser_source_sends_its_parser(serve):
 
 
 def test_a_code_parser_source_healed_with_both_files_keeps_the_new_parser(serve):
-    # Seed 000 tells healers to return every file they touched: blueprint.json comes back
+    # The code-healer API has healers return every file they touched: blueprint.json comes back
     # (without the parser it never carried) next to the rewritten parser.py.
     parser = "def parse(html):\n    return {'name': 'x'}\n"
     bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": parser, "fields": {"name": {"type": "str"}}})

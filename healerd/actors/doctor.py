@@ -182,7 +182,7 @@ class Doctor(ServiceActor):
                                  strategy=outcome["strategy"])
         if outcome and outcome["outcome"] == "paused":
             # Only the external-call budget stood in the way and nothing was deployed: no attempt is
-            # spent (seed 003: pause, ask to continue); the task waits until the budget frees up.
+            # spent (a budget pauses healing, it does not fail it); the task waits until the budget frees up.
             return self._decline(task, "; ".join(tried) or outcome["reason"], release_for=outcome["retry_in"],
                                  record_as=ctx.error_type, strategy="external")
 
@@ -211,7 +211,7 @@ class Doctor(ServiceActor):
 
     # -- diagnosis -------------------------------------------------------------------
     def diagnose(self, name: str, src: dict) -> tuple[DiagnosisContext | None, str | None]:
-        """The spec's context package: pages, diff, output, errors, counters."""
+        """The diagnosis context: pages, diff, output, errors, counters."""
         version, bp = versions.production(self.conn, name)
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
         status = None

@@ -20,7 +20,7 @@ Ops (args -> result):
       "last_error_type", "flagged_for_review".
       With {"table": true} (what healerctl sends) the sources come as {"columns": [key, ...],
       "rows": [[value, ...], ...]} instead of "sources": the same objects, less than half the bytes.
-      A status-object has the keys of CONTRACT's `healerctl status --json`.
+      A status-object has the keys of `healerctl status --json` (docs/REFERENCE.md).
   add {"name", "blueprint", "url"?} -> status-object
   remove {"name"} -> {"removed": name}
   pause / resume {"name"} -> status-object
@@ -28,12 +28,12 @@ Ops (args -> result):
       "item_count", "records", "state", "version", "not_modified", "duration_ms"}
   heal {"name"} -> {"name", "outcome", "strategy", "reason", "version", "state"}
   unquarantine {"name", "reason"?} -> status-object
-  history {"name"} -> CONTRACT's `history --json` list
+  history {"name"} -> the `healerctl history --json` list (docs/REFERENCE.md)
   diff {"name"} -> {"diff", "last_good_at", "current_at"}
   rollback {"name", "to"?} -> {"version", "previous"}
   approve {"name", "version"} -> {"version"}
-  records {"name", "limit"} -> CONTRACT's `records --json` list
-  alerts {"after_id"?, "limit"?} -> alert objects (CONTRACT keys plus "id"), oldest first
+  records {"name", "limit"} -> the `healerctl records --json` list (docs/REFERENCE.md)
+  alerts {"after_id"?, "limit"?} -> alert objects (the alert log's keys plus "id"), oldest first
   reload {} -> {"added", "changed", "removed"}
   resume_healing {} -> {"systemic_halt": false}
   memory_list {} -> list of issue summaries; memory_show {"id"} -> one issue;

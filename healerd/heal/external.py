@@ -1,11 +1,11 @@
-"""The client of an external code healer (seed 000's API), and what both backends share.
+"""The client of an external code healer (docs/HEALER_API.md), and what both backends share.
 
 One call = one healing cycle: build the request from the DiagnosisContext (every
 text masked of secrets first), POST it with the cycle's timeout, and turn the
 answer into a CycleResult holding a candidate Blueprint, or a clear reason why
 there is none. `heal_cycle` never raises.
 
-Escalation (seed 003): cycles 1-2 ask for a minimal fix, 3-4 send the full
+Escalation (cheapest first): cycles 1-2 ask for a minimal fix, 3-4 send the full
 context, 5 asks for a deep analysis with every previous attempt.
 """
 
@@ -74,7 +74,7 @@ class CycleResult:
 
 
 def tier_for(cycle: int) -> str:
-    """Seed 003's escalation: 1-2 minimal, 3-4 context, 5 and later deep."""
+    """The escalation: 1-2 minimal, 3-4 context, 5 and later deep."""
     if cycle <= 2:
         return "minimal"
     if cycle <= 4:
@@ -196,7 +196,7 @@ def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
 
 
 def redact_blueprint(bp: Blueprint, with_parser: bool = False) -> dict[str, Any]:
-    """The blueprint's CONTRACT dict with no secret left: header/cookie values become ***,
+    """The blueprint's dict form (Blueprint.to_dict) with no secret left: header/cookie values become ***,
     URL credentials and secret query values are masked. The parser is left out unless asked."""
     d = bp.to_dict()
     if d.get("url"):
@@ -255,7 +255,7 @@ def _history_entries(history: list[dict], tier: str, literals: tuple[str, ...]) 
 
 def build_request(ctx: DiagnosisContext, cycle: int, history: list[dict],
                   config: HealerConfig | None = None) -> dict:
-    """The exact JSON body of one healing cycle (seed 000, plus `tier` and `history`)."""
+    """The exact JSON body of one healing cycle (the code-healer API's request, plus `tier` and `history`)."""
     if not isinstance(cycle, int) or cycle < 1:
         raise ValueError(f"cycle must be a whole number >= 1, got {cycle!r}")
     config = config or HealerConfig()
@@ -439,7 +439,7 @@ def post_json(client: httpx.Client, url: str, data: bytes, headers: dict[str, st
 
 
 def message_of(body: bytes) -> str:
-    """The `message` of a JSON error body (seed 000 or OpenAI style), else the start of the text."""
+    """The `message` of a JSON error body (code-healer or OpenAI style), else the start of the text."""
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -559,7 +559,7 @@ class _ClientBase:
 
 
 class CodeHealerClient(_ClientBase):
-    """Seed 000's API: POST the failed files and errors, receive modified files."""
+    """The code-healer API (docs/HEALER_API.md): POST the failed files and errors, receive modified files."""
 
     def _request_body(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> dict:
         return build_request(ctx, cycle, history, self.config)

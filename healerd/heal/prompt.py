@@ -1,6 +1,6 @@
-"""The healing prompt for chat-model healers: the Doctor spec's diagnosis prompt, tiered.
+"""The healing prompt for chat-model healers: the Doctor's diagnosis prompt, tiered.
 
-Tiers (seed 003): "minimal" (cycles 1-2) asks for the smallest selector fix from the
+Tiers (cheapest first): "minimal" (cycles 1-2) asks for the smallest selector fix from the
 diff and a page excerpt; "context" (3-4) adds the validation report, sample records
 and the earlier cycles; "deep" (5) adds every previous attempt and a larger page
 excerpt and asks for a root-cause analysis. Every text is masked of secrets.

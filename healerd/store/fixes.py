@@ -59,10 +59,10 @@ def recent(conn: apsw.Connection, name: str, limit: int = 10, since: float | Non
 
 
 def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
-    """Fix attempts for `healerctl history`, in the contract's outcomes.
+    """Fix attempts for `healerctl history`, in its documented outcomes (docs/REFERENCE.md).
 
     A candidate held for a person is stored as outcome `staged` (it spends an attempt and the
-    recovery context needs to tell it apart), but the contract knows only promoted, rejected,
+    recovery context needs to tell it apart), but history shows only promoted, rejected,
     declined and error: it is shown as `declined`, with `staged: true` and the version to approve.
     """
     out = []

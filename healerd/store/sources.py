@@ -140,7 +140,7 @@ STATUS_KEYS = ("name", "url", "state", "version", "last_success_at", "last_failu
 
 
 def status_object(r: dict) -> dict:
-    """The CONTRACT's `healerctl status --json` object (times already ISO from SQL)."""
+    """The `healerctl status --json` object, docs/REFERENCE.md (times already ISO from SQL)."""
     return {
         "name": r["name"],
         "url": r["url"],

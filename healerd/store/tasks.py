@@ -1,4 +1,4 @@
-"""The spec's task queue (task_queue table): work that must survive a restart.
+"""The task queue (task_queue table): work that must survive a restart.
 
 Claiming is one UPDATE ... RETURNING statement, so two workers (threads or
 processes) can never take the same task. At start, `recover_in_progress` puts the
