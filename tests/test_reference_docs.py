@@ -12,7 +12,8 @@ answer for is checked against the code itself, not against a copy:
   lists exactly those;
 - the blueprint examples load with the real blueprint loader, every blueprint key the loader
   accepts is documented, and the number table is what extraction gives;
-- the `status --json` example has exactly the status object's keys, and the `ALERT` stderr
+- the `status --json` example has exactly the status object's keys, the records, history and
+  alert examples have the shapes the store answers on a real database, and the `ALERT` stderr
   line shown is the one the Alerter prints for the JSON example.
 """
 
@@ -317,3 +318,36 @@ def test_status_example_has_the_status_object_keys():
     rows = {r[0].strip("`") for r in table_rows(body)}
     described = {k for row in rows for k in re.split(r"`?,\s*`?", row)}
     assert set(STATUS_KEYS) <= described, f"status keys not described: {set(STATUS_KEYS) - described}"
+
+
+def test_records_history_and_alert_examples_have_the_stored_shapes(tmp_path):
+    """The --json examples of records, history and alerts against what the store answers, on a
+    real database: records and alerts exactly (alerts with their `id`), history at least."""
+    from healerd.store import alerts as alerts_store
+    from healerd.store import fixes, records, sources, versions
+    from healerd.store.db import open_db
+
+    text = reference()
+    conn = open_db(tmp_path / "healerd.db")
+    try:
+        bp = parse_text(fenced(section(text, "## Blueprints"), "toml")[0], "toml")
+        sources.add(conn, "scores", bp, now=1000.0)
+        records.insert(conn, "scores", [{"name": "Ada", "profile": "/p/ada", "score": 31}], 1, 500, now=1001.0)
+        fixes.record(conn, source_name="scores", error_type="PARSE_ERROR", strategy="builtin", outcome="promoted",
+                     reason="2 selectors re-found", version=1, duration_ms=850.0, now=1002.0)
+        example_alert = json.loads(fenced(section(text, "## Alerts"), "json")[0])
+        alerts_store.insert(conn, example_alert, 1003.0)
+
+        doc_record = json.loads(fenced(section(text, "### healerctl records"), "json")[0])[0]
+        assert set(doc_record) == set(records.latest(conn, "scores")[0])
+
+        doc_history = {e["kind"]: e for e in json.loads(fenced(section(text, "### healerctl history"), "json")[0])}
+        stored = {e["kind"]: e for e in versions.history_entries(conn, "scores") + fixes.history_entries(conn, "scores")}
+        assert set(doc_history) == set(stored) == {"version", "fix"}
+        for kind, example in doc_history.items():
+            missing = set(example) - set(stored[kind]) - {"_t"}
+            assert not missing, f"history {kind} entries have no {sorted(missing)}"
+
+        assert set(alerts_store.since(conn)[0]) == set(example_alert) | {"id"}
+    finally:
+        conn.close()
