@@ -583,11 +583,33 @@ def spawn_child(script: str, payload: bytes, argv: list[str], *, wall_seconds: f
     `payload` goes on stdin; stdout is read up to `max_output` bytes (the child's
     process group is killed past it, or after `wall_seconds`).
     """
-    with tempfile.TemporaryDirectory(prefix="healerd-parser-") as tmp:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", script, *argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={}, cwd=tmp, start_new_session=True, close_fds=True)
+    return StartedChild(script, argv).finish(payload, wall_seconds=wall_seconds, max_output=max_output)
+
+
+class StartedChild:
+    """A child process started ahead of its payload (the runner confines itself, then waits on stdin).
+
+    It holds nothing of any source until `finish` hands it one payload; it is used exactly once."""
+
+    def __init__(self, script: str, argv: list[str]):
+        self._tmp = tempfile.TemporaryDirectory(prefix="healerd-parser-")
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", script, *argv],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env={}, cwd=self._tmp.name, start_new_session=True, close_fds=True)
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+
+    def finish(self, payload: bytes, *, wall_seconds: float, max_output: int) -> ChildResult:
+        try:
+            return self._finish(payload, wall_seconds, max_output)
+        finally:
+            self._tmp.cleanup()
+
+    def _finish(self, payload: bytes, wall_seconds: float, max_output: int) -> ChildResult:
+        proc = self.proc
         out = bytearray()
         err = bytearray()
         state = {"overflow": False}
