@@ -1,22 +1,33 @@
-"""Parsers as code: check a `parse(html)` source statically, run it in a child process.
+"""Parsers as code: check a `parse(html)` source statically, run it in a confined child process.
 
 A source may carry a Python parser instead of selectors. That code comes from a
-human or an external healer and is never run inside the daemon:
+human or an external healer, is untrusted, and is never run inside the daemon:
 
-- `check_parser_source` walks the AST: it must define a top-level `parse`, import
-  only an allow-list of modules, and touch no dangerous builtin (`open`, `exec`,
-  `eval`, `__import__`, ...) and no private or dunder attribute.
-- `run_parser` starts a fresh interpreter (`python -I -S`, empty environment, a
-  fresh temporary working directory) that first lowers its own resource limits
-  (CPU, address space, file size 0, no new processes, few file descriptors), then
-  imports the allowed modules as stripped-down proxies (public, non-module
-  attributes only), installs restricted builtins and a restricted `__import__`,
-  reads the page on stdin and writes one JSON envelope on stdout. The parent
-  enforces a wall-clock limit (killing the whole process group) and an output cap.
+- `check_parser_source` walks the AST, a first and friendlier layer: a top-level
+  `parse`, imports from an allow-list only (`from M import X` only where M.X is not
+  itself a module outside the list), no dangerous builtin (`open`, `exec`, `eval`,
+  `__import__`, ...), no private or dunder attribute, no class pattern naming
+  attributes, no `.format()`/`.format_map()` template reaching into attributes or
+  items. It ends with `require_confinement`: where the kernel cannot confine a child
+  (probed once per process), every code parser is refused with one line.
+- `run_parser` starts a fresh interpreter (`python -I -S`, empty environment, a fresh
+  temporary directory). Before it reads a byte of the code or the page, the child
+  imports all it may use, drops to nobody/nogroup if started by root, sets
+  PR_SET_DUMPABLE 0 and PR_SET_PDEATHSIG, sets its resource limits with soft = hard
+  (CPU, address space, file size 0, no processes, few descriptors), and loads a
+  seccomp allow-list (which sets no_new_privs): any system call outside memory,
+  futexes, clocks, its own ids, reading fd 0 and writing fds 1 and 2 fails with EPERM
+  -- no files, sockets, processes, threads, signals or privilege changes. It then
+  checks that open, socket, kill and setuid are refused and writes that report, with
+  the limits it reads back, as its first line. Then it scrubs sys.modules, exposes
+  the allowed modules as stripped-down proxies with restricted builtins, runs the
+  code and writes one JSON envelope as its second line.
+- The parent refuses the result unless the report shows every layer, enforces a
+  wall-clock limit (killing the process group) and an output cap.
 
-Anything that goes wrong raises ParserRejected with one clear line. The limits
-are applied by the child to itself before any untrusted byte is read, rather than
-in a `preexec_fn`, which is unsafe in a threaded parent such as the daemon.
+Anything that goes wrong raises ParserRejected with one clear line. The limits are
+applied by the child to itself rather than in a `preexec_fn`, which is unsafe in a
+threaded parent such as the daemon.
 """
 
 from __future__ import annotations
