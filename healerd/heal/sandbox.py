@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -808,17 +809,22 @@ class Confinement:
 
 
 _probe_lock = threading.Lock()
-_probe: Confinement | None = None
+_probe: tuple[Confinement, float] | None = None
 PROBE_CODE = "def parse(html):\n    return {'ok': html}\n"
+PROBE_RETRY_SECONDS = 300.0
 
 
 def probe_confinement() -> Confinement:
-    """Start one confined child (once per process) and check every layer took hold in it."""
+    """Start one confined child and check every layer took hold in it.
+
+    A success holds for the life of the process; a failure is probed again after
+    PROBE_RETRY_SECONDS (it may have been a passing shortage, e.g. no free process slot)."""
     global _probe
     with _probe_lock:
-        if _probe is None:
-            _probe = _run_probe()
-        return _probe
+        now = time.monotonic()
+        if _probe is None or (not _probe[0].ok and now - _probe[1] > PROBE_RETRY_SECONDS):
+            _probe = (_run_probe(), now)
+        return _probe[0]
 
 
 def _run_probe() -> Confinement:
