@@ -169,6 +169,19 @@ def test_bad_results_and_exceptions_are_rejected_with_a_reason(code, reason):
     ("def parse(html):\n    return getattr(html, '__class__')\n", "getattr() on the attribute '__class__'"),
     ("def parse(html):\n    g = (x for x in [1])\n    return g.gi_frame\n", "'gi_frame'"),
     ("import collections\ndef parse(html):\n    return collections._sys\n", "private attribute '_sys'"),
+    ("from json import decoder\ndef parse(html):\n    return {}\n", "imports the module json.decoder"),
+    ("from re import enum\ndef parse(html):\n    return {}\n", "imports the module re.enum"),
+    ("from string import Formatter\ndef parse(html):\n    return {}\n", "'Formatter' from 'string'"),
+    ("import json\ndef parse(html):\n    match json.dumps:\n        case object(__globals__=g): pass\n",
+     "class pattern that names attributes (__globals__=...)"),
+    ("import json\ndef parse(html):\n    match json:\n        case object(x): pass\n", "positional class pattern"),
+    ("import json\ndef parse(html):\n    return {'x': '{0.__globals__}'.format(json.dumps)}\n",
+     "formats the field {0.__globals__}"),
+    ("def parse(html):\n    return {'x': '{0[k]}'.format({'k': 1})}\n", "formats the field {0[k]}"),
+    ("def parse(html):\n    t = '{0}'\n    return {'x': t.format(1)}\n", "other than on a string literal"),
+    ("def parse(html):\n    return {'x': str.format_map('{a}', {})}\n", ".format_map() other than"),
+    ("class A:\n    def __reduce__(self):\n        return ()\ndef parse(html):\n    return {}\n",
+     "special method '__reduce__'"),
 ])
 def test_the_static_check_refuses_dangerous_code(code, reason):
     with pytest.raises(ParserRejected) as info:
@@ -182,8 +195,9 @@ def test_the_static_check_accepts_ordinary_parsers():
     check_parser_source(GOOD)
     check_parser_source("import datetime, json, math, string, itertools, collections, functools, decimal, html\n"
                         "import unicodedata, urllib.parse, selectolax, selectolax.lexbor\n"
-                        "from collections import Counter\n"
-                        "def parse(html):\n    return {'t': getattr(html, 'upper')()}\n")
+                        "from collections import Counter\nfrom urllib import parse as up\nfrom json import dumps\n"
+                        "def parse(html):\n    match html:\n        case str(s):\n            pass\n"
+                        "    return {'t': getattr(html, 'upper')(), 'f': '{0} {n:>{w}}'.format(1, n=2, w=3)}\n")
 
 
 def test_the_runtime_refuses_what_the_static_check_would_have(tmp_path):
