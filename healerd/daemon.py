@@ -297,7 +297,9 @@ class Daemon:
 
     def run(self) -> int:
         from healerd.control.server import ControlServer
+        from healerd.heal.sandbox import log_confinement
 
+        log_confinement(log)   # once: the layers confining code parsers, or why they are refused
         self.prepare_database()
         self.start_actors()
         signal.signal(signal.SIGTERM, self.request_stop)

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from healerd.heal.sandbox import (
-    ParserRejected, check_parser_source, interpret, run_parser, run_unchecked, runner_argv, spawn_child,
+    ChildResult, ParserRejected, _limits, check_parser_source, interpret, run_parser, run_unchecked, runner_argv,
+    spawn_child,
 )
 
 PAGE = """<html><body><table class="stats">
@@ -78,15 +79,51 @@ def test_huge_output_is_cut_and_rejected():
         run_parser(code, PAGE, max_output=50_000)
 
 
+def _report(**changes) -> dict:
+    """What a fully confined child reports on its first line (before it reads anything)."""
+    limits = {name: [soft, hard] for name, soft, hard in _limits(5, 256)}
+    report = {"confined": True, "uid": 65534, "euid": 65534, "gid": 65534, "egid": 65534, "groups": [],
+              "seccomp": 2, "no_new_privs": 1, "dumpable": 0, "limits": limits,
+              "denied": {"open": True, "socket": True, "kill": True, "setuid": True}}
+    report.update(changes)
+    return report
+
+
+def _interpret(stdout: bytes):
+    return interpret(ChildResult(0, stdout, "", False, False), cpu_seconds=5, memory_mb=256, wall_seconds=10,
+                     max_output=10_000)
+
+
 def test_garbage_on_the_runner_stdout_is_rejected():
     child = spawn_child("import sys\nsys.stdout.write('<<garbage>> not json')\n", b"", [],
                         wall_seconds=10, max_output=1000)
     assert child.returncode == 0 and child.stdout.startswith(b"<<garbage>>")
+    with pytest.raises(ParserRejected, match="sent no confinement report"):
+        interpret(child, cpu_seconds=5, memory_mb=256, wall_seconds=10, max_output=1000)
+    good = json.dumps(_report()).encode() + b"\n"
+    assert _interpret(good + b'{"ok": true, "result": {"a": "1"}}\n') == {"a": "1"}
     with pytest.raises(ParserRejected, match="not valid JSON"):
-        interpret(child, cpu_seconds=5, memory_mb=256, wall_seconds=10, max_output=1000)
-    child = spawn_child("print('[1, 2]')\n", b"", [], wall_seconds=10, max_output=1000)
+        _interpret(good + b"<<garbage>> not json")
     with pytest.raises(ParserRejected, match="not a result envelope"):
-        interpret(child, cpu_seconds=5, memory_mb=256, wall_seconds=10, max_output=1000)
+        _interpret(good + b"[1, 2]\n")
+
+
+@pytest.mark.parametrize("changes, missing", [
+    ({"seccomp": 0}, "seccomp filter"),
+    ({"no_new_privs": 0}, "no_new_privs"),
+    ({"denied": {"open": False, "socket": True, "kill": True, "setuid": True}}, "open denied"),
+    ({"uid": 0}, "unprivileged uid/gid"),
+    ({"groups": [0]}, "unprivileged uid/gid"),
+    ({"limits": {"cpu": [5, 6]}}, "as limit"),
+    ({"confined": False, "error": "seccomp unavailable: Unable to find libseccomp"}, "Unable to find libseccomp"),
+])
+def test_a_child_that_is_not_fully_confined_is_refused_before_its_result_is_read(changes, missing):
+    stdout = json.dumps(_report(**changes)).encode() + b'\n{"ok": true, "result": {"a": "1"}}\n'
+    if os.geteuid() != 0 and "uid" in missing:
+        pytest.skip("the uid drop is only required of a root parent")
+    with pytest.raises(ParserRejected) as info:
+        _interpret(stdout)
+    assert missing in info.value.reason
 
 
 @pytest.mark.parametrize("code, reason", [
@@ -132,6 +169,19 @@ def test_bad_results_and_exceptions_are_rejected_with_a_reason(code, reason):
     ("def parse(html):\n    return getattr(html, '__class__')\n", "getattr() on the attribute '__class__'"),
     ("def parse(html):\n    g = (x for x in [1])\n    return g.gi_frame\n", "'gi_frame'"),
     ("import collections\ndef parse(html):\n    return collections._sys\n", "private attribute '_sys'"),
+    ("from json import decoder\ndef parse(html):\n    return {}\n", "imports the module json.decoder"),
+    ("from re import enum\ndef parse(html):\n    return {}\n", "imports the module re.enum"),
+    ("from string import Formatter\ndef parse(html):\n    return {}\n", "'Formatter' from 'string'"),
+    ("import json\ndef parse(html):\n    match json.dumps:\n        case object(__globals__=g): pass\n",
+     "class pattern that names attributes (__globals__=...)"),
+    ("import json\ndef parse(html):\n    match json:\n        case object(x): pass\n", "positional class pattern"),
+    ("import json\ndef parse(html):\n    return {'x': '{0.__globals__}'.format(json.dumps)}\n",
+     "formats the field {0.__globals__}"),
+    ("def parse(html):\n    return {'x': '{0[k]}'.format({'k': 1})}\n", "formats the field {0[k]}"),
+    ("def parse(html):\n    t = '{0}'\n    return {'x': t.format(1)}\n", "other than on a string literal"),
+    ("def parse(html):\n    return {'x': str.format_map('{a}', {})}\n", ".format_map() other than"),
+    ("class A:\n    def __reduce__(self):\n        return ()\ndef parse(html):\n    return {}\n",
+     "special method '__reduce__'"),
 ])
 def test_the_static_check_refuses_dangerous_code(code, reason):
     with pytest.raises(ParserRejected) as info:
@@ -145,8 +195,9 @@ def test_the_static_check_accepts_ordinary_parsers():
     check_parser_source(GOOD)
     check_parser_source("import datetime, json, math, string, itertools, collections, functools, decimal, html\n"
                         "import unicodedata, urllib.parse, selectolax, selectolax.lexbor\n"
-                        "from collections import Counter\n"
-                        "def parse(html):\n    return {'t': getattr(html, 'upper')()}\n")
+                        "from collections import Counter\nfrom urllib import parse as up\nfrom json import dumps\n"
+                        "def parse(html):\n    match html:\n        case str(s):\n            pass\n"
+                        "    return {'t': getattr(html, 'upper')(), 'f': '{0} {n:>{w}}'.format(1, n=2, w=3)}\n")
 
 
 def test_the_runtime_refuses_what_the_static_check_would_have(tmp_path):
@@ -181,18 +232,23 @@ def test_the_child_sees_an_empty_environment_and_a_fresh_cwd(monkeypatch, tmp_pa
     assert not os.path.exists(info["cwd"])  # the temp dir is removed afterwards
 
 
-def test_the_runner_applies_its_limits_to_itself():
+def test_the_runner_confines_itself_before_reading_and_reports_it():
     from healerd.heal.sandbox import RUNNER
 
     payload = json.dumps({"code": "def parse(html):\n    return {}\n", "html": ""}).encode()
     child = spawn_child(RUNNER, payload, runner_argv(2, 100), wall_seconds=10, max_output=10_000)
-    envelope = json.loads(child.stdout)
-    assert envelope["ok"] is True and envelope["result"] == {}
-    limits = envelope["limits"]
+    report_line, envelope_line = child.stdout.decode().splitlines()
+    report, envelope = json.loads(report_line), json.loads(envelope_line)
+    assert envelope == {"ok": True, "result": {}}
+    limits = report["limits"]
     assert limits["cpu"] == [2, 3]
     assert limits["as"] == [100 * 1024 * 1024] * 2
-    assert limits["fsize"] == [0, 0] and limits["core"] == [0, 0]
+    assert limits["fsize"] == [0, 0] and limits["core"] == [0, 0] and limits["nproc"] == [0, 0]
     assert limits["nofile"][0] <= 8
+    assert report["seccomp"] == 2 and report["no_new_privs"] == 1 and report["dumpable"] == 0
+    assert report["denied"] == {"open": True, "socket": True, "kill": True, "setuid": True}
+    if os.geteuid() == 0:
+        assert 0 not in (report["uid"], report["euid"], report["gid"], report["egid"]) and report["groups"] == []
 
 
 def test_a_parser_cannot_write_files_even_past_the_checks(tmp_path):
