@@ -167,8 +167,18 @@ def block_strength(html: str, status: int = 200, headers: dict | None = None) ->
 _DIGITS = re.compile(r"\d+")
 
 
+_URLS = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
+
+
 def failure_fingerprint(error_type: str | None, host: str | None, detail: str | None) -> str:
-    """A short stable hash of (error class, host, detail with digits removed and case folded)."""
-    norm = " ".join(_DIGITS.sub("", (detail or "").lower()).split())
-    key = f"{error_type or ''}|{(host or '').lower()}|{norm}"
+    """A short stable hash of (error class, detail with URLs, the host and digits removed, case folded).
+
+    The host is deliberately left out: the fingerprint says *how* something failed, so the same
+    failure on many hosts (our network, our proxy, our parser runtime) shares one fingerprint and
+    the systemic breaker can count the distinct hosts it hit."""
+    text = _URLS.sub(" ", (detail or "").lower())
+    if host:
+        text = text.replace(host.lower(), " ")
+    norm = " ".join(_DIGITS.sub("", text).split())
+    key = f"{error_type or ''}|{norm}"
     return hashlib.sha1(key.encode("utf-8", "replace")).hexdigest()[:16]

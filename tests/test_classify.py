@@ -160,7 +160,11 @@ def test_failure_fingerprint_is_short_stable_and_normalised():
     b = failure_fingerprint(errors.HTTP_ERROR, "example.org", "503 service unavailable at  11:45:01")
     assert a == b and len(a) == 16 and all(c in "0123456789abcdef" for c in a)
     assert a != failure_fingerprint(errors.TIMEOUT, "example.org", "503 Service Unavailable at 10:02:33")
-    assert a != failure_fingerprint(errors.HTTP_ERROR, "other.org", "503 Service Unavailable at 10:02:33")
+    # The host is not part of it: the same failure on many hosts is one fingerprint (the systemic breaker
+    # counts the hosts), including when the detail names the host or a URL on it.
+    assert a == failure_fingerprint(errors.HTTP_ERROR, "other.org", "503 Service Unavailable at 10:02:33")
+    assert failure_fingerprint(errors.NETWORK, "a.org", "connection refused: http://a.org:81/x") == \
+        failure_fingerprint(errors.NETWORK, "b.org", "connection refused: http://b.org:82/y")
     assert a != failure_fingerprint(errors.HTTP_ERROR, "example.org", "connection refused")
     assert failure_fingerprint(None, None, None) == failure_fingerprint(None, None, "")
 
