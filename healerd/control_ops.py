@@ -234,7 +234,19 @@ class ControlOps:
         sources.get(self.conn, name)
         rid = self.daemon.waiters.new()
         self.daemon.registry.tell("scheduler", HealNow(name, rid))
-        return self._wait(rid, HEAL_WAIT_S, f"healing {name}")
+        result = self._wait(rid, HEAL_WAIT_S, f"healing {name}")
+        if isinstance(result, dict) and result.get("outcome") == "promoted":
+            # The promotion schedules a scrape with the new version; its outcome is the state the
+            # person should see (DEGRADED until that scrape passes, then ACTIVE).
+            try:
+                rid = self.daemon.waiters.new()
+                self.daemon.registry.tell("scheduler", RunNow(name, rid))
+                scrape = self._wait(rid, RUN_WAIT_S, f"the scrape of {name} with the promoted version")
+                if isinstance(scrape, dict) and scrape.get("state"):
+                    result = {**result, "state": scrape["state"]}
+            except ControlError:
+                pass   # the heal's answer stands; the scrape goes on in the background
+        return result
 
     # -- the fix memory ----------------------------------------------------------------------
     def op_memory_list(self):

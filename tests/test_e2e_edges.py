@@ -21,3 +21,123 @@ def test_a_second_daemon_on_the_same_state_dir_exits_naming_the_first(site, daem
     assert d.ctl("status").returncode == 0
     import os
     assert not os.path.exists(other_socket)
+
+
+# -- healing needs a good past ---------------------------------------------------------------
+
+def test_a_source_that_never_scraped_is_not_relocated_and_spends_no_attempt(site, daemon_factory, tmp_path):
+    from sitepages import listing_v1, write_blueprint
+
+    site.page("/stats.html", listing_v1())            # a real page the typo'd URL could be "relocated" to
+    site.page("/sitemap.xml", f"<urlset><url><loc>{site.url('/stats.html')}</loc></url></urlset>")
+    site.page("/", f'<html><body><a href="/stats.html">stats</a></body></html>')
+    d = daemon_factory().start()
+    bp = write_blueprint(tmp_path / "typo.json", site.url("/stat.html"))
+    assert d.ctl("add", "typo", "--blueprint", bp).returncode == 0
+    r = d.ctl("run", "typo")
+    assert r.returncode == 1 and "HTTP_ERROR" in r.stdout
+    h = d.ctl("heal", "typo")
+    assert h.returncode == 1
+    assert "never scraped successfully: check the URL and blueprint" in h.stdout
+    s = d.ctl_json("status", "typo")
+    assert s["state"] == "DEGRADED" and s["version"] == 1 and s["url"].endswith("/stat.html")
+    assert "never scraped successfully" in s["deferred_report"]["reason"]
+    assert [e for e in d.ctl_json("history", "typo") if e["kind"] == "fix"] == []
+    assert s["fix_attempts_24h"] == 0
+    assert not any(a["event"] in ("HEALED", "HEAL_FAILED") for a in d.alerts())
+    assert any(a["event"] == "DEGRADED" and "never scraped successfully" in a["message"] for a in d.alerts())
+
+
+# -- systemic means our side ------------------------------------------------------------------
+
+def _dead_port() -> int:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _halted(d) -> bool:
+    from conftest import db_rows
+
+    return bool(db_rows(d, "SELECT 1 FROM daemon_state WHERE key = 'systemic_halt'"))
+
+
+def test_one_host_down_never_halts_the_fleet_but_many_hosts_do(site, daemon_factory, tmp_path):
+    from sitepages import write_blueprint
+
+    d = daemon_factory().start()
+    port = _dead_port()
+    for i in range(4):                                # four sources, one host, all refused
+        bp = write_blueprint(tmp_path / f"one{i}.json", f"http://127.0.0.1:{port}/p{i}")
+        assert d.ctl("add", f"one{i}", "--blueprint", bp).returncode == 0
+        r = d.ctl_json("run", f"one{i}")
+        assert r["error_type"] == "NETWORK", r
+    assert not _halted(d)
+    assert not any(a["event"] == "SYSTEMIC_HALT" for a in d.alerts())
+    for host in ("127.0.0.2", "127.0.0.3"):           # the same failure on two more hosts: three in all
+        name = "h" + host.replace(".", "")
+        bp = write_blueprint(tmp_path / f"{name}.json", f"http://{host}:{port}/p")
+        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        assert d.ctl_json("run", name)["error_type"] == "NETWORK"
+    d.wait_for(lambda: _halted(d), what="the systemic halt")
+    halt = [a for a in d.alerts() if a["event"] == "SYSTEMIC_HALT"]
+    assert len(halt) == 1 and "3 hosts" in halt[0]["message"]
+
+
+# -- the budget counts failed attempts ------------------------------------------------------------
+
+def test_a_promotion_spends_no_attempt_and_the_quarantine_words_agree(site, daemon_factory, tmp_path):
+    from conftest import FAST_CONFIG, db_rows
+    from sitepages import listing_no_score, listing_v1, listing_v2, write_blueprint
+
+    cfg = FAST_CONFIG.replace("max_fix_attempts = 3", "max_fix_attempts = 1")
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    bp = write_blueprint(tmp_path / "stats.json", site.url("/stats"))
+    assert d.ctl("add", "stats", "--blueprint", bp).returncode == 0
+    assert d.ctl("run", "stats").returncode == 0
+    site.page("/stats", listing_v2())
+    d.wait_for(lambda: d.ctl_json("status", "stats")["version"] == 2 and d.state_of("stats") == "ACTIVE",
+               what="the heal promoted")
+    # With a budget of one, the promotion left it whole: the next failure is really attempted.
+    site.page("/stats", listing_no_score())
+    d.wait_for(lambda: d.state_of("stats") == "QUARANTINED", what="quarantine after one failed attempt")
+    fixes = [e for e in d.ctl_json("history", "stats") if e["kind"] == "fix"]
+    assert [f["outcome"] for f in fixes][-1] == "promoted" and fixes[0]["outcome"] == "rejected"
+    q = [a for a in d.alerts() if a["event"] == "QUARANTINED"][-1]
+    assert q["message"].startswith("1 fix attempt failed in 1h; next try ")
+    reason = db_rows(d, "SELECT reason FROM source_events WHERE source_name = 'stats' AND trigger = 'quarantine'")
+    assert reason[-1]["reason"].startswith("1 fix attempt failed in 1h; last: ")
+
+
+# -- exit codes ---------------------------------------------------------------------------------
+
+def test_run_and_heal_exit_codes(site, daemon_factory, tmp_path):
+    import json
+
+    from conftest import FAST_CONFIG
+    from sitepages import listing_empty, listing_v1, listing_v2, write_blueprint
+
+    site.page("/stats", listing_v1())
+    d = daemon_factory(FAST_CONFIG.replace("[doctor]", "[doctor]\nenabled = true")).start()
+    bp = write_blueprint(tmp_path / "stats.json", site.url("/stats"))
+    assert d.ctl("add", "stats", "--blueprint", bp).returncode == 0
+    ok = d.ctl("run", "stats")
+    assert ok.returncode == 0 and ": ok," in ok.stdout
+    # Nothing to heal: not a promotion, so 1.
+    unchanged = d.ctl("heal", "stats")
+    assert unchanged.returncode == 1 and "unchanged" in unchanged.stdout
+    assert d.ctl("pause", "stats").returncode == 0          # the scheduler stays out of the way
+    site.page("/stats", listing_empty())
+    failed = d.ctl("run", "stats")
+    assert failed.returncode == 1 and "failed, PARSE_ERROR" in failed.stdout
+    as_json = d.ctl("run", "stats", "--json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["ok"] is False
+    site.page("/stats", listing_v2())
+    healed = d.ctl("heal", "stats")
+    assert healed.returncode == 0, healed.stdout + healed.stderr
+    assert "promoted" in healed.stdout and "state ACTIVE" in healed.stdout   # the state after the new version's scrape

@@ -459,13 +459,15 @@ def run(ctx, name, no_wait, as_json, socket_path):
     """Scrape a source now.
 
     By default waits for the outcome and prints it (records stored, or the error and
-    the new state); with --no-wait it only queues the scrape.
+    the new state) and exits 1 when the scrape failed (fetch or validation); with
+    --no-wait it only queues the scrape.
     """
     r = _call(ctx, socket_path, "run", {"name": name, "wait": not no_wait},
               timeout=DEFAULT_TIMEOUT if no_wait else RUN_TIMEOUT)
+    failed = not no_wait and not r.get("queued") and not r.get("ok")
     if as_json:
         _print_json(r)
-        return
+        ctx.exit(1 if failed else 0)
     if no_wait or r.get("queued"):
         click.echo(f"{name}: queued")
         return
@@ -483,6 +485,7 @@ def run(ctx, name, no_wait, as_json, socket_path):
         etype = r.get("error_type") or "error"
         click.echo(f"{r.get('name', name)}: failed, {etype}: {_one_line(r.get('error'))} ({took}); "
                    f"state {_state(r.get('state'))}")
+        ctx.exit(1)
 
 
 @cli.command()
@@ -494,12 +497,14 @@ def heal(ctx, name, as_json, socket_path):
     """Run the Doctor on a source now.
 
     It runs even if the last scrape passed validation. Prints what happened: a repaired version promoted, staged for approval, rejected,
-    declined, or the source quarantined.
+    declined, or the source quarantined. Exits 0 only when a fix was promoted (the state
+    shown is the one after the scrape with the promoted version); otherwise 1.
     """
     r = _call(ctx, socket_path, "heal", {"name": name}, timeout=HEAL_TIMEOUT)
+    promoted = r.get("outcome") == "promoted"
     if as_json:
         _print_json(r)
-        return
+        ctx.exit(0 if promoted else 1)
     outcome = str(r.get("outcome") or "-")
     colour = {"promoted": "green", "staged": "cyan", "unchanged": None, "declined": "yellow",
               "rejected": "yellow", "error": "red", "quarantined": "magenta"}.get(outcome)
@@ -511,6 +516,10 @@ def heal(ctx, name, as_json, socket_path):
     click.echo(f"{r.get('name', name)}: {' '.join(bits)}; state {_state(r.get('state'))}")
     if r.get("reason"):
         click.echo(f"  {_one_line(r['reason'])}")
+    if outcome == "staged" and r.get("version") is not None:
+        click.echo(f"  waits for a person: review it, then `healerctl approve {r.get('name', name)} {r['version']}`")
+    if not promoted:
+        ctx.exit(1)
 
 
 @cli.command()
