@@ -141,6 +141,12 @@ class ControlOps:
         check_name(name)
         sources.get(self.conn, name)
         entries = versions.history_entries(self.conn, name) + fixes.history_entries(self.conn, name)
+        origins = {e["version"]: e["origin"] for e in entries if e["kind"] == "version"}
+        for ev in sources.audit_entries(self.conn, name, ("rollback",)):
+            to = int(ev["reason"].rsplit(" ", 1)[-1]) if ev["reason"].rsplit(" ", 1)[-1].isdigit() else None
+            entries.append({"kind": "version", "event": "rollback", "at": iso(ev["at"]), "_t": ev["at"],
+                            "version": to, "origin": origins.get(to, "human"), "status": "production",
+                            "note": ev["reason"]})
         entries.sort(key=lambda e: (e["_t"], 0 if e["kind"] == "version" else 1), reverse=True)
         for e in entries:
             e.pop("_t", None)
@@ -178,6 +184,22 @@ class ControlOps:
         result = self._write("add_source", name, bp, "cli")
         self.daemon.registry.tell("validator", f"forget:{name}")
         return result
+
+    def op_update(self, name: str, blueprint: dict, url: str | None = None):
+        """Replace a source's blueprint (a `human` version), reset its attempt budget, scrape once."""
+        check_name(name)
+        bp = from_dict(blueprint, url=url or None, require_url=False)
+        if not bp.url:
+            bp = bp.with_url(sources.get(self.conn, name)["url"])
+        try:
+            result = self._write("replace_blueprint", name, bp)
+        except ValueError as exc:
+            raise ControlError("refused", str(exc)) from None
+        self.daemon.registry.tell("validator", f"forget:{name}")
+        rid = self.daemon.waiters.new()
+        self.daemon.registry.tell("scheduler", RunNow(name, rid))
+        scrape = self._wait(rid, RUN_WAIT_S, f"the scrape of {name}")
+        return {**result, "scrape": scrape, "state": scrape.get("state", result.get("state"))}
 
     def op_remove(self, name: str):
         check_name(name)

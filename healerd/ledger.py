@@ -134,6 +134,33 @@ class Ledger:
         sources.update_blueprint(self.conn, name, bp, now=self.clock())
         return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
+    def replace_blueprint(self, name: str, bp: Blueprint) -> Effects:
+        """`healerctl update`: a person's new blueprint, promoted as a `human` version; a fresh attempt budget;
+        a quarantined or dead source back to DEGRADED; scraped at once (the caller waits for that scrape)."""
+        fx = Effects()
+        now = self.clock()
+        with self.conn:
+            src = sources.get(self.conn, name)
+            if src["origin"] == "sources_dir":
+                raise ValueError(f"{name} comes from the sources directory: edit its file there and "
+                                 f"`healerctl reload` (an update here would be undone by the next reload)")
+            sources.update_blueprint(self.conn, name, bp, now=now)
+            version = scalar(self.conn, "SELECT current_version FROM sources WHERE name = ?", (name,))
+            state = self.model(name).state
+            if state in (QUARANTINED, DEAD):
+                self.fire(name, "unquarantine", f"blueprint replaced by a person (version {version})")
+            sources.audit(self.conn, name, "update", f"blueprint replaced by a person: version {version}", now)
+            self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 0, "
+                              "fix_attempts_today = 0, deferred_report = NULL, host_unresolved_since = NULL "
+                              "WHERE source_name = ?", (now, name))
+            self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))
+            # A fix queued for the old blueprint is moot.
+            self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
+                              "error_message = 'the blueprint was replaced by a person' "
+                              "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
+        fx.result = {**sources.status_one(self.conn, name, now=now), "version": version}
+        return fx
+
     def set_paused(self, name: str, paused: bool) -> Effects:
         sources.set_paused(self.conn, name, paused, now=self.clock())
         return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
@@ -480,7 +507,11 @@ class Ledger:
                     f"version {to} of {name!r} is {v['status']}; only archived versions can be re-promoted "
                     f"(use `healerctl approve` for staged ones)")
             url = json.loads(v["body"]).get("url")
+            current = sources.get(self.conn, name)["current_version"]
             fx = self.promote(name, to, url=url if url and url != sources.get(self.conn, name)["url"] else None)
+            # Recorded for `history` (a version event) and the audit trail.
+            sources.audit(self.conn, name, "rollback", f"rolled back from version {current} to version {to}",
+                          self.clock())
         return fx
 
     def approve(self, name: str, version: int) -> Effects:

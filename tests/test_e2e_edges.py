@@ -141,3 +141,68 @@ def test_run_and_heal_exit_codes(site, daemon_factory, tmp_path):
     healed = d.ctl("heal", "stats")
     assert healed.returncode == 0, healed.stdout + healed.stderr
     assert "promoted" in healed.stdout and "state ACTIVE" in healed.stdout   # the state after the new version's scrape
+
+
+# -- update, remove + add --------------------------------------------------------------------------
+
+V2_BP = {"every": "1h", "items": "table.league-table tr.row-player",
+         "fields": {"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}}}
+
+
+def test_update_promotes_a_human_version_resets_the_budget_and_scrapes(site, daemon_factory, tmp_path):
+    from conftest import FAST_CONFIG
+    from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
+
+    cfg = FAST_CONFIG.replace("max_fix_attempts = 3", "max_fix_attempts = 1")
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    bp1 = write_blueprint(tmp_path / "v1.json", site.url("/stats"), dict(LISTING_BP, every="1h"))
+    assert d.ctl("add", "stats", "--blueprint", bp1).returncode == 0
+    assert d.ctl("run", "stats").returncode == 0
+    site.page("/stats", listing_no_score())                  # nothing to heal: quarantined after one attempt
+    d.ctl("run", "stats")
+    d.wait_for(lambda: d.state_of("stats") == "QUARANTINED", what="quarantine")
+    site.page("/stats", listing_v2())
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[fields.price]\ncss = "td..price"\n')
+    refused = d.ctl("update", "stats", "--blueprint", str(bad))
+    assert refused.returncode == 1 and "fields.price.css" in refused.stderr
+    f = tmp_path / "v2.json"
+    f.write_text(__import__("json").dumps(V2_BP))             # no url: the source keeps its own
+    r = d.ctl("update", "stats", "--blueprint", str(f))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "version 2 (human)" in r.stdout and ": ok, 5 record(s)" in r.stdout and "state ACTIVE" in r.stdout
+    s = d.ctl_json("status", "stats")
+    assert s["state"] == "ACTIVE" and s["version"] == 2 and s["fix_attempts_24h"] == 0
+    assert s["url"] == site.url("/stats")
+    assert any(e["trigger"] == "update" for e in s["events"])
+    versions = {e["version"]: e for e in d.ctl_json("history", "stats") if e["kind"] == "version" and "event" not in e}
+    assert versions[2]["origin"] == "human" and versions[2]["status"] == "production"
+    assert versions[1]["status"] == "archived"
+    # rollback goes back, and is recorded in history and in the audit trail
+    site.page("/stats", listing_v1())
+    assert d.ctl("rollback", "stats", "--to", "1").returncode == 0
+    hist = d.ctl_json("history", "stats")
+    assert hist[0]["kind"] == "version" and hist[0]["event"] == "rollback" and hist[0]["version"] == 1
+    assert any(e["trigger"] == "rollback" for e in d.ctl_json("status", "stats")["events"])
+    # a scrape that fails after update exits 1
+    f.write_text(__import__("json").dumps(dict(V2_BP, url=site.url("/gone"))))
+    assert d.ctl("update", "stats", "--blueprint", str(f)).returncode == 1
+
+
+def test_remove_then_add_starts_a_clean_history(site, daemon_factory, tmp_path):
+    from sitepages import listing_v1, listing_v2, write_blueprint
+
+    site.page("/stats", listing_v1())
+    d = daemon_factory().start()
+    bp = write_blueprint(tmp_path / "stats.json", site.url("/stats"))
+    assert d.ctl("add", "stats", "--blueprint", bp).returncode == 0
+    assert d.ctl("run", "stats").returncode == 0
+    site.page("/stats", listing_v2())
+    d.wait_for(lambda: any(e["kind"] == "fix" for e in d.ctl_json("history", "stats")), what="a fix attempt")
+    assert d.ctl("remove", "stats").returncode == 0
+    site.page("/stats", listing_v1())
+    assert d.ctl("add", "stats", "--blueprint", bp).returncode == 0
+    hist = d.ctl_json("history", "stats")
+    assert [(e["kind"], e["version"]) for e in hist] == [("version", 1)]
+    assert [e["trigger"] for e in d.ctl_json("status", "stats")["events"]] == ["register"]

@@ -262,6 +262,59 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
                f"state {_state(r.get('state'))}{next_run}")
 
 
+def _scrape_line(r: dict, name: str) -> tuple[str, bool]:
+    """One line for a scrape's outcome, and whether it passed."""
+    took = f"{float(r.get('duration_ms') or 0):.0f} ms"
+    version = r.get("version")
+    ver = f"version {version}" if version is not None else "no version"
+    if r.get("ok"):
+        if r.get("not_modified"):
+            return f"{r.get('name', name)}: ok, page not modified ({ver}, {took}); state {_state(r.get('state'))}", True
+        items = r.get("item_count")
+        what = f"{r.get('records', 0)} record(s)" + (f", {items} item(s)" if items is not None else "")
+        return f"{r.get('name', name)}: ok, {what} ({ver}, {took}); state {_state(r.get('state'))}", True
+    etype = r.get("error_type") or "error"
+    return (f"{r.get('name', name)}: failed, {etype}: {_one_line(r.get('error'))} ({took}); "
+            f"state {_state(r.get('state'))}"), False
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--blueprint", "blueprint_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False), help="The new blueprint: TOML, or the same structure in JSON.")
+@click.option("--url", default=None, metavar="URL", help="The page to scrape (overrides the blueprint's url; "
+                                                         "without either the source keeps its url).")
+@json_option
+@socket_option
+@click.pass_context
+def update(ctx, name, blueprint_file, url, as_json, socket_path):
+    """Replace a source's blueprint.
+
+    Checked like `add`; promoted as a new `human` parser version (`history` shows it,
+    `rollback` can go back); the fix-attempt budget is reset (a quarantined source is
+    back to DEGRADED); the source is scraped once and the outcome printed. Exits 1 when
+    that scrape fails. A source from the sources directory is changed by editing its file.
+    """
+    try:
+        bp = load_file(blueprint_file, url=url, require_url=False)
+    except BlueprintError as exc:
+        raise CtlError(f"invalid blueprint {blueprint_file}: {exc}") from None
+    args: dict[str, Any] = {"name": name, "blueprint": bp.to_dict()}
+    if url:
+        args["url"] = url
+    r = _call(ctx, socket_path, "update", args, timeout=RUN_TIMEOUT)
+    scrape = r.get("scrape") or {}
+    if as_json:
+        _print_json(r)
+        ctx.exit(0 if scrape.get("ok") else 1)
+    click.echo(f"updated {name}: blueprint promoted as version {r.get('version')} (human); "
+               f"fix-attempt budget reset")
+    line, ok = _scrape_line(scrape, name)
+    click.echo(line)
+    if not ok:
+        ctx.exit(1)
+
+
 @cli.command()
 @click.argument("name")
 @socket_option
