@@ -203,6 +203,15 @@ class ControlOps:
 
     def op_remove(self, name: str):
         check_name(name)
+        src = sources.get(self.conn, name)
+        if src["origin"] == "sources_dir":
+            # Removing it here would be undone by the next reload: the file is the truth.
+            folder = self.daemon.config.daemon.sources_dir or "the sources directory"
+            files = [os.path.join(folder, name + ext) for ext in (".toml", ".json")
+                     if os.path.exists(os.path.join(folder, name + ext))]
+            where = " or ".join(files) or f"{name}.toml / {name}.json in {folder}"
+            raise ControlError("refused", f"{name} comes from the sources directory: delete {where}, then "
+                                          f"`healerctl reload` (or SIGHUP) removes it")
         return self._write("remove_source", name)
 
     def op_pause(self, name: str):

@@ -231,7 +231,10 @@ class Daemon:
             folder = Path(d)
             files = sorted(p for p in folder.glob("*") if p.suffix in (".toml", ".json")) if folder.is_dir() else []
             if not folder.is_dir():
-                out["errors"][str(folder)] = "sources_dir does not exist"
+                out["errors"][str(folder)] = ("sources_dir does not exist (or is not a directory); "
+                                              "its sources are kept as they are")
+                log.error("sources_dir %s does not exist (or is not a directory)", folder)
+                return out   # nothing is removed because a directory went missing
             for path in files:
                 name = path.stem
                 seen.add(name)
@@ -263,11 +266,13 @@ class Daemon:
     def reload(self) -> dict:
         """SIGHUP: re-read the config (restarting the actors with it) and the sources directory."""
         if self.config_path:
+            config_error = None
             try:
                 new = load_config(self.config_path)
             except ConfigError as exc:
                 log.error("config reload failed, keeping the running config: %s", exc)
                 new = None
+                config_error = f"not loaded, the running config is kept: {exc}"
             if new is not None and new != self.config:
                 log.info("config changed: restarting the actors with it")
                 still = self.stop_actors(SHUTDOWN_BUDGET_S)
@@ -284,6 +289,10 @@ class Daemon:
                 # Requests whose work the old actors held are answered now rather than never.
                 self.waiters.fail_all(Failure(ControlError(
                     "unavailable", "healerd restarted its actors for a new configuration; try again")))
+            out = self.reload_sources()
+            if config_error:
+                out["errors"] = {self.config_path: config_error, **out["errors"]}
+            return out
         return self.reload_sources()
 
     def reload_and_wait(self, timeout: float = 25.0) -> dict:

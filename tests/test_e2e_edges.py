@@ -206,3 +206,43 @@ def test_remove_then_add_starts_a_clean_history(site, daemon_factory, tmp_path):
     hist = d.ctl_json("history", "stats")
     assert [(e["kind"], e["version"]) for e in hist] == [("version", 1)]
     assert [e["trigger"] for e in d.ctl_json("status", "stats")["events"]] == ["register"]
+
+
+# -- reload says what it could not load ------------------------------------------------------------
+
+def test_reload_names_what_it_could_not_load_and_file_sources_are_removed_by_their_file(site, daemon_factory,
+                                                                                       tmp_path):
+    import shutil
+
+    from conftest import FAST_CONFIG
+    from sitepages import listing_v1, write_blueprint
+
+    site.page("/stats", listing_v1())
+    folder = tmp_path / "sources.d"
+    folder.mkdir()
+    write_blueprint(folder / "good.json", site.url("/stats"))
+    d = daemon_factory(FAST_CONFIG.replace("[daemon]", f'[daemon]\nsources_dir = "{folder}"')).start()
+    d.wait_for(lambda: [s["name"] for s in d.ctl_json("status")] == ["good"], what="the file source")
+    ok = d.ctl("reload")
+    assert ok.returncode == 0 and ok.stderr == ""
+    (folder / "broken.toml").write_text('url = "http://127.0.0.1:9/x"\n[fields.price]\ncss = "td..price"\n')
+    r = d.ctl("reload")
+    assert r.returncode == 1
+    assert "broken.toml" in r.stderr and "fields.price.css" in r.stderr
+    # remove of a file-backed source says to delete the file
+    rm = d.ctl("remove", "good")
+    assert rm.returncode == 1 and str(folder / "good.json") in rm.stderr and "reload" in rm.stderr
+    assert [s["name"] for s in d.ctl_json("status")] == ["good"]
+    (folder / "broken.toml").unlink()
+    (folder / "good.json").unlink()
+    gone = d.ctl("reload")
+    assert gone.returncode == 0 and "removed good" in gone.stdout
+    # a missing sources_dir is an error, not a silent "nothing changed"
+    shutil.rmtree(folder)
+    missing = d.ctl("reload")
+    assert missing.returncode == 1 and "does not exist" in missing.stderr and str(folder) in missing.stderr
+    # a broken config is named too, and the running one kept
+    d.config_path.write_text(d.config_path.read_text() + "\n[nonsense\n")
+    bad_cfg = d.ctl("reload")
+    assert bad_cfg.returncode == 1 and str(d.config_path) in bad_cfg.stderr
+    assert d.ctl("status").returncode == 0

@@ -322,7 +322,9 @@ def update(ctx, name, blueprint_file, url, as_json, socket_path):
 def remove(ctx, name, socket_path):
     """Unregister a source.
 
-    Its schedule stops; the daemon decides what happens to its stored records and history.
+    Its schedule stops and its records, versions and fix history are deleted (adding it
+    again starts clean). A source from the sources directory is refused: delete its file
+    and reload.
     """
     r = _call(ctx, socket_path, "remove", {"name": name})
     click.echo(f"removed {r.get('removed', name)}")
@@ -852,11 +854,18 @@ def _names(values: Any) -> str:
 def reload(ctx, socket_path):
     """Re-read the config and sources directory.
 
-    The same as sending SIGHUP to the daemon. Prints which sources were added, changed and removed.
+    The same as sending SIGHUP to the daemon. Prints which sources were added, changed and
+    removed, and each file (or the config) that could not be loaded with the reason; exits 1
+    when anything could not be loaded (a missing sources directory included).
     """
     r = _call(ctx, socket_path, "reload")
     click.echo(f"reloaded: added {_names(r.get('added'))}; changed {_names(r.get('changed'))}; "
                f"removed {_names(r.get('removed'))}")
+    errors = r.get("errors") or {}
+    for where, why in sorted(errors.items()):
+        click.echo(f"healerctl: not loaded: {where}: {_one_line(why)}", err=True)
+    if errors:
+        ctx.exit(1)
 
 
 @cli.command("resume-healing")
