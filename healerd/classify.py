@@ -164,6 +164,20 @@ def block_strength(html: str, status: int = 200, headers: dict | None = None) ->
         return None, False
 
 
+_BINARY_TYPES = ("image/", "audio/", "video/", "font/", "application/pdf", "application/zip", "application/gzip",
+                 "application/octet-stream", "application/x-", "application/vnd.", "application/msword")
+
+
+def not_html_reason(body: bytes, content_type: str | None) -> str | None:
+    """A one-line reason when the answer is a binary file rather than a page (or text a parser could read)."""
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    if ctype.startswith(_BINARY_TYPES) and not ctype.endswith(("+xml", "+json")):
+        return f"not HTML: the server sent {ctype}, not a page"
+    if b"\x00" in body[:4096]:
+        return f"not HTML: the answer is binary{f' ({ctype})' if ctype else ''}, not a page"
+    return None
+
+
 _DIGITS = re.compile(r"\d+")
 
 

@@ -19,7 +19,7 @@ from healerd.actors.scheduler import HealNow, RunNow
 from healerd.blueprint import BlueprintError, from_dict
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.htmldiff import structural_diff
-from healerd.lifecycle import IllegalTransition
+from healerd.lifecycle import IllegalTransition, human_refusal
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
@@ -43,7 +43,8 @@ def to_control_error(exc: BaseException) -> ControlError:
     if isinstance(exc, BlueprintError):
         return ControlError("invalid_blueprint", f"invalid blueprint: {exc}", {"key": exc.key})
     if isinstance(exc, IllegalTransition):
-        return ControlError("illegal_transition", str(exc), {"state": exc.state, "trigger": exc.trigger})
+        return ControlError("illegal_transition", human_refusal(exc.name, exc.trigger, exc.state),
+                            {"state": exc.state, "trigger": exc.trigger})
     if isinstance(exc, sources.SourceExists):
         return ControlError("exists", str(exc))
     if type(exc).__name__ == "MemoryError_":
@@ -172,7 +173,7 @@ class ControlOps:
         sources.get(self.conn, name)
         if not isinstance(limit, int) or limit < 1:
             raise ControlError("bad_request", "limit must be a whole number >= 1")
-        return records.latest(self.conn, name, min(limit, 10_000))
+        return records.newest(self.conn, name, min(limit, 100_000))
 
     def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
         return alerts_store.since(self.conn, int(after_id or 0), min(int(limit or 200), 10_000), source)

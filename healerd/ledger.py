@@ -151,8 +151,8 @@ class Ledger:
                 self.fire(name, "unquarantine", f"blueprint replaced by a person (version {version})")
             sources.audit(self.conn, name, "update", f"blueprint replaced by a person: version {version}", now)
             self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 0, "
-                              "fix_attempts_today = 0, deferred_report = NULL, host_unresolved_since = NULL "
-                              "WHERE source_name = ?", (now, name))
+                              "fix_attempts_today = 0, deferred_report = NULL, host_unresolved_since = NULL, "
+                              "item_counts = '[]' WHERE source_name = ?", (now, name))   # a new baseline
             self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))
             # A fix queued for the old blueprint is moot.
             self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
@@ -291,7 +291,7 @@ class Ledger:
             tasks.enqueue(self.conn, tasks.FIX_SOURCE, name,
                           {"error_type": o.error_type, "error": message, "fingerprint": o.fingerprint,
                            "status": o.status}, now=now)
-        elif o.error_type not in errors.HEALABLE_BY_SELECTORS:
+        elif o.error_type not in errors.HEALABLE_BY_SELECTORS and o.error_type not in errors.PAGE_PROBLEMS:
             self._check_systemic(o.fingerprint, o.error_type, message, now, fx)
 
     @staticmethod
@@ -463,13 +463,12 @@ class Ledger:
         return fx
 
     def flag_for_review(self, name: str, reason: str) -> Effects:
-        fx = Effects()
+        """Set the review flag. The FLAGGED_FOR_REVIEW alert comes with the staged candidate
+        (record_fix, outcome `staged`), which names the version to approve; raised here, before
+        any version exists, it could not, and the alert dedupe would then swallow the one that does."""
         with self.conn:
-            already = scalar(self.conn, "SELECT flagged_for_review FROM source_health WHERE source_name = ?", (name,))
             self.conn.execute("UPDATE source_health SET flagged_for_review = 1 WHERE source_name = ?", (name,))
-        if not already:
-            fx.alert("FLAGGED_FOR_REVIEW", name, reason, state=self.model(name).state)
-        return fx
+        return Effects()
 
     # -- parser versions -------------------------------------------------------------------
     def stage_version(self, name: str, bp: Blueprint, origin: str, note: str = "",

@@ -246,3 +246,95 @@ def test_reload_names_what_it_could_not_load_and_file_sources_are_removed_by_the
     bad_cfg = d.ctl("reload")
     assert bad_cfg.returncode == 1 and str(d.config_path) in bad_cfg.stderr
     assert d.ctl("status").returncode == 0
+
+
+# -- messages for a person ------------------------------------------------------------------------
+
+def test_messages_for_a_person(site, daemon_factory, tmp_path):
+    import json
+
+    from conftest import FAST_CONFIG
+    from sitepages import listing_no_score, listing_v1, write_blueprint
+
+    cfg = FAST_CONFIG.replace("[fetch]", "[fetch]\nmax_bytes = 200000")
+    site.page("/stats", listing_v1())
+    site.page("/file.pdf", b"%PDF-1.7\n\x00\x01\x02binary", headers={"Content-Type": "application/pdf"})
+    site.page("/huge", "<html><body>" + "<p>x</p>" * 60000 + "</body></html>")
+    d = daemon_factory(cfg).start()
+    for name, path in (("stats", "/stats"), ("pdf", "/file.pdf"), ("huge", "/huge")):
+        assert d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", site.url(path))).returncode == 0
+    assert d.ctl("pause", "stats").returncode == 0
+
+    ping = d.ctl("ping")
+    assert ping.returncode == 0 and " up for " in ping.stdout and "since" in ping.stdout and " ago" not in ping.stdout
+
+    un = d.ctl("unquarantine", "stats")
+    assert un.returncode == 1 and len(un.stderr.strip().splitlines()) == 1
+    assert "allowed:" not in un.stderr and "ACTIVE" in un.stderr and "only a QUARANTINED or DEAD source" in un.stderr
+
+    for bad in (("approve", "stats", "abc"), ("rollback", "stats", "--to", "x")):
+        r = d.ctl(*bad)
+        assert r.returncode == 2 and "the version must be a number" in r.stderr, r.stderr
+        assert "integer range" not in r.stderr
+
+    pdf = d.ctl_json("run", "pdf")
+    assert pdf["error_type"] == "NOT_HTML" and pdf["error"].startswith("not HTML"), pdf
+    huge = d.ctl_json("run", "huge")
+    assert huge["error_type"] == "TOO_LARGE" and "max_bytes" in huge["error"], huge
+
+    # records --limit counts records (a listing's items), not scrapes
+    for _ in range(2):
+        assert d.ctl("run", "stats").returncode == 0
+    recs = d.ctl_json("records", "stats", "--limit", "3")
+    assert sum(len(r["data"]) for r in recs) == 3
+    table = d.ctl("records", "stats", "--limit", "3")
+    assert len(table.stdout.strip().splitlines()) == 1 + 3 + 1   # header, 3 records, the note
+    csv_out = d.ctl("records", "stats", "--limit", "7", "--csv")
+    assert len(csv_out.stdout.strip().splitlines()) == 1 + 7
+
+    # after one failed attempt of three, nobody is told healing gave up
+    site.page("/stats", listing_no_score())
+    assert d.ctl("run", "stats").returncode == 1
+    d.wait_for(lambda: any(e["kind"] == "fix" for e in d.ctl_json("history", "stats")), what="the first attempt")
+    heal = d.ctl("heal", "stats")
+    assert heal.returncode == 1 and "rejected" in heal.stdout
+    detail = d.ctl("status", "stats")
+    assert detail.returncode == 0 and "gave up" not in detail.stdout
+    assert d.ctl_json("status", "stats")["state"] == "DEGRADED"
+
+    # a page of 3,000 items does not print 3,000 lines: the newest 20 records and a note
+    rows = "".join(f"<tr class=player><td class=name>P{i}<td class=score>{i}" for i in range(3000))
+    site.page("/stats", f'<html><body><table class="stats">{rows}</table></body></html>')
+    assert d.ctl("update", "stats", "--blueprint", str(tmp_path / "stats.json")).returncode == 0
+    table = d.ctl("records", "stats")
+    lines = table.stdout.strip().splitlines()
+    assert table.returncode == 0 and len(lines) == 1 + 20 + 1 and "--limit N" in lines[-1]
+    assert "SQLITE_SCHEMA" not in d.log()
+    json.loads(d.ctl("status", "--json").stdout)
+
+
+def test_flagged_for_review_names_the_version_and_heal_names_approve(site, daemon_factory, tmp_path):
+    from conftest import FAST_CONFIG
+    from sitepages import listing_v1, listing_v2, write_blueprint
+
+    cfg = FAST_CONFIG.replace("[doctor]", "[doctor]\nreview_changes = 1\nreview_window = \"1h\"")
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    assert d.ctl("add", "stats", "--blueprint", write_blueprint(tmp_path / "s.json", site.url("/stats"))).returncode == 0
+    assert d.ctl("run", "stats").returncode == 0
+    assert d.ctl("pause", "stats").returncode == 0
+    site.page("/stats", listing_v2())
+    first = d.ctl("heal", "stats")
+    assert first.returncode == 0 and "promoted version 2" in first.stdout
+    site.page("/stats", listing_v1())                          # changes again: one automatic change already
+    second = d.ctl("heal", "stats")
+    assert second.returncode == 1, second.stdout
+    assert "staged version 3" in second.stdout and "healerctl approve stats 3" in second.stdout
+    flagged = [a for a in d.alerts() if a["event"] == "FLAGGED_FOR_REVIEW"]
+    assert len(flagged) == 1 and "healerctl approve stats 3" in flagged[0]["message"], flagged
+    # memory show takes a unique prefix of the id
+    issues = d.ctl_json("memory")
+    assert issues, "the promoted fix was not remembered"
+    issue_id = issues[0]["issue_id"]
+    shown = d.ctl("memory", "show", issue_id[:8])
+    assert shown.returncode == 0 and issue_id in shown.stdout

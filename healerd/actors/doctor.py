@@ -208,7 +208,10 @@ class Doctor(ServiceActor):
                             deployed_to="STAGING" if final == "staged" else "FAILED",
                             version=(outcome or {}).get("version"), fingerprint=fingerprint, duration_ms=duration_ms,
                             deferred_report=report)
-        self.registry.write("set_deferred_report", name, report) if final != "promoted" else None
+        if final == "staged":
+            # A person is needed now (to approve). A rejected attempt gets its report only when it
+            # spends the budget (record_fix stores it with the quarantine): until then healing goes on.
+            self.registry.write("set_deferred_report", name, report)
         self.registry.write("complete_task", task.task_id, {"outcome": final})
         log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=%s reason=%s",
                     name, strategy, duration_ms, final, reason)

@@ -22,6 +22,7 @@ from healerd.control.protocol import ControlError
 from healerd.timeutil import ago, parse_iso
 
 DEFAULT_TIMEOUT = 30.0
+DIFF_LINES_SHOWN = 200   # `healerctl diff` without --full: a 5 MB page must not flood the terminal
 RUN_TIMEOUT = 900.0      # a scrape: fetch timeouts, retries, rate limits
 HEAL_TIMEOUT = 1800.0    # the whole healing ladder, an external healer's cycles included
 FOLLOW_INTERVAL = 0.5
@@ -32,6 +33,21 @@ STATES = ("ACTIVE", "DEGRADED", "QUARANTINED", "DEAD")
 
 
 # -- errors -------------------------------------------------------------------------------
+
+
+class VersionNumber(click.ParamType):
+    """A parser version: a whole number from 1, said in words when it is not one."""
+
+    name = "VERSION"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"the version must be a number like 3, not {text!r} (`healerctl history NAME` lists them)",
+                  param, ctx)
 
 
 class CtlError(click.ClickException):
@@ -210,7 +226,9 @@ def ping(ctx: click.Context, socket_path: str | None) -> None:
     Prints the daemon's version, pid and start time; exits 3 when it cannot be reached.
     """
     r = _call(ctx, socket_path, "ping")
-    click.echo(f"healerd {r.get('version')} (pid {r.get('pid')}) up since {_when(r.get('started_at'))}")
+    started = _ts(r.get("started_at"))
+    up = f"up for {_duration(max(0.0, time.time() - started))}" if started is not None else "up"
+    click.echo(f"healerd {r.get('version')} (pid {r.get('pid')}) {up}, since {r.get('started_at') or '-'}")
 
 
 # -- sources ------------------------------------------------------------------------------
@@ -453,8 +471,14 @@ def _print_detail(s: dict) -> None:
     report = s.get("deferred_report")
     if report:
         click.echo("")
-        click.echo(_style("deferred report (healing gave up; a person is needed)", "yellow"))
-        _print_mapping(report)
+        if state == "QUARANTINED":
+            title = "deferred report (healing gave up; a person is needed)"
+        elif report.get("reason"):
+            title = f"a person is needed: {report['reason']}"
+        else:
+            title = "report of the last fix attempt"
+        click.echo(_style(title, "yellow"))
+        _print_mapping({k: v for k, v in report.items() if k != "reason" or state == "QUARANTINED"})
 
     events = s.get("events") or []
     click.echo("")
@@ -649,7 +673,13 @@ def diff(ctx, name, socket_path):
         click.echo(f"{name} is not failing now; the diff its last fix attempt ({r['fix_at']}) worked from:")
     else:
         click.echo(f"last good page: {good or '-'}; current page: {cur or '-'}")
-    for line in text.splitlines():
+    lines = text.splitlines()
+    hidden = 0
+    if len(lines) > DIFF_LINES_SHOWN:
+        hidden = len(lines) - DIFF_LINES_SHOWN
+        lines = lines[:DIFF_LINES_SHOWN]
+    for line in lines:
+        line = line if len(line) <= 400 else line[:400] + " …"
         if line.startswith(("+++", "---")):
             click.echo(_style(line, None, bold=True))
         elif line.startswith("+"):
@@ -660,11 +690,13 @@ def diff(ctx, name, socket_path):
             click.echo(_style(line, "cyan"))
         else:
             click.echo(line)
+    if hidden:
+        click.echo(f"… {hidden} more line(s) not shown")
 
 
 @cli.command()
 @click.argument("name")
-@click.option("--to", "to_version", type=click.IntRange(min=1), default=None, metavar="VERSION",
+@click.option("--to", "to_version", type=VersionNumber(), default=None, metavar="VERSION",
               help="The archived version to re-promote (default: the one before the current).")
 @socket_option
 @click.pass_context
@@ -683,7 +715,7 @@ def rollback(ctx, name, to_version, socket_path):
 
 @cli.command()
 @click.argument("name")
-@click.argument("version", type=click.IntRange(min=1))
+@click.argument("version", type=VersionNumber())
 @socket_option
 @click.pass_context
 def approve(ctx, name, version, socket_path):
@@ -732,7 +764,7 @@ def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header: one row per item.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="How many records (scrapes) to show.")
+              help="How many records to show (items of a listing count one each).")
 @socket_option
 @click.pass_context
 def records(ctx, name, as_json, as_csv, limit, socket_path):
@@ -760,6 +792,8 @@ def records(ctx, name, as_json, as_csv, limit, socket_path):
         return
     shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
     _table([h.upper() for h in header], shown)
+    if len(rows) >= limit:
+        click.echo(f"… the newest {limit} record(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
 
 
 # -- alerts -------------------------------------------------------------------------------
