@@ -338,3 +338,21 @@ def test_flagged_for_review_names_the_version_and_heal_names_approve(site, daemo
     issue_id = issues[0]["issue_id"]
     shown = d.ctl("memory", "show", issue_id[:8])
     assert shown.returncode == 0 and issue_id in shown.stdout
+
+
+# -- robots.txt by RFC 9309 -----------------------------------------------------------------------
+
+def test_robots_wildcards_and_end_anchor_are_honoured(site, daemon_factory, tmp_path):
+    from conftest import FAST_CONFIG
+    from sitepages import listing_v1, write_blueprint
+
+    site.page("/robots.txt", "User-agent: *\nDisallow: /*.pdf$\n", headers={"Content-Type": "text/plain"})
+    site.page("/a/file.pdf", listing_v1())
+    site.page("/a/file.pdf.html", listing_v1())
+    d = daemon_factory(FAST_CONFIG.replace("respect_robots = false", "respect_robots = true")).start()
+    for name, path in (("pdf", "/a/file.pdf"), ("html", "/a/file.pdf.html")):
+        assert d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", site.url(path))).returncode == 0
+    blocked = d.ctl("run", "pdf")
+    assert blocked.returncode == 1 and "BLOCKED" in blocked.stdout and "robots.txt" in blocked.stdout
+    assert site.hits.get("/a/file.pdf", 0) == 0
+    assert d.ctl("run", "html").returncode == 0
