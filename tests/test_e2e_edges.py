@@ -360,3 +360,22 @@ def test_robots_wildcards_and_end_anchor_are_honoured(site, daemon_factory, tmp_
     assert blocked.returncode == 1 and "BLOCKED" in blocked.stdout and "robots.txt" in blocked.stdout
     assert site.hits.get("/a/file.pdf", 0) == 0
     assert d.ctl("run", "html").returncode == 0
+
+
+def test_relocation_needs_a_page_yielding_records_like_the_last_good_ones(site, daemon_factory, tmp_path):
+    from sitepages import LISTING_BP, listing_no_score, listing_v1, write_blueprint
+
+    bp = dict(LISTING_BP, fields={"name": {"css": "td.name"},
+                                  "score": {"css": "td.score", "type": "int", "required": False}})
+    site.page("/stats", listing_v1())
+    site.page("/names", listing_no_score())          # validates (score is optional) but has no scores
+    site.page("/", '<html><body><a href="/names">names</a></body></html>')
+    d = daemon_factory().start()
+    assert d.ctl("add", "stats", "--blueprint", write_blueprint(tmp_path / "s.json", site.url("/stats"), bp)).returncode == 0
+    assert d.ctl("run", "stats").returncode == 0
+    assert d.ctl("pause", "stats").returncode == 0
+    site.remove("/stats")
+    r = d.ctl("heal", "stats")
+    assert r.returncode == 1 and "not like the last good records" in r.stdout and "score is empty" in r.stdout, r.stdout
+    s = d.ctl_json("status", "stats")
+    assert s["url"] == site.url("/stats") and s["version"] == 1
