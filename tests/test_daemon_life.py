@@ -790,7 +790,7 @@ def test_a_50mb_body_is_cut_at_max_bytes_without_the_daemon_growing(daemon_facto
             assert s.closed_early and s.sent < 25_000_000, s.sent    # the daemon hung up early
         for name in ("huge", "declared"):
             st = d.ctl_json("status", name)
-            assert st["state"] == "DEGRADED" and st["last_error_type"] == "HTTP_ERROR"
+            assert st["state"] == "DEGRADED" and st["last_error_type"] == "TOO_LARGE"
             assert fix_tasks(d, name) == []                  # nothing a selector fix could change
             assert n_records(d, name) == 0
         assert d.ctl_json("run", "fine")["ok"] is True       # and the daemon carries on
