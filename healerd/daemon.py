@@ -342,8 +342,6 @@ class Daemon:
         self._reload.set()
 
     def run(self) -> int:
-        from healerd.control.server import ControlServer
-
         self._lock_fd = lock_state_dir(self.state_dir)   # raises StateDirInUse: nothing else is touched
         try:
             return self._run()

@@ -30,7 +30,7 @@ def test_a_source_that_never_scraped_is_not_relocated_and_spends_no_attempt(site
 
     site.page("/stats.html", listing_v1())            # a real page the typo'd URL could be "relocated" to
     site.page("/sitemap.xml", f"<urlset><url><loc>{site.url('/stats.html')}</loc></url></urlset>")
-    site.page("/", f'<html><body><a href="/stats.html">stats</a></body></html>')
+    site.page("/", '<html><body><a href="/stats.html">stats</a></body></html>')
     d = daemon_factory().start()
     bp = write_blueprint(tmp_path / "typo.json", site.url("/stat.html"))
     assert d.ctl("add", "typo", "--blueprint", bp).returncode == 0
