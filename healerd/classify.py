@@ -164,11 +164,35 @@ def block_strength(html: str, status: int = 200, headers: dict | None = None) ->
         return None, False
 
 
+_BINARY_TYPES = ("image/", "audio/", "video/", "font/", "application/pdf", "application/zip", "application/gzip",
+                 "application/octet-stream", "application/x-", "application/vnd.", "application/msword")
+
+
+def not_html_reason(body: bytes, content_type: str | None) -> str | None:
+    """A one-line reason when the answer is a binary file rather than a page (or text a parser could read)."""
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    if ctype.startswith(_BINARY_TYPES) and not ctype.endswith(("+xml", "+json")):
+        return f"not HTML: the server sent {ctype}, not a page"
+    if b"\x00" in body[:4096]:
+        return f"not HTML: the answer is binary{f' ({ctype})' if ctype else ''}, not a page"
+    return None
+
+
 _DIGITS = re.compile(r"\d+")
 
 
+_URLS = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I)
+
+
 def failure_fingerprint(error_type: str | None, host: str | None, detail: str | None) -> str:
-    """A short stable hash of (error class, host, detail with digits removed and case folded)."""
-    norm = " ".join(_DIGITS.sub("", (detail or "").lower()).split())
-    key = f"{error_type or ''}|{(host or '').lower()}|{norm}"
+    """A short stable hash of (error class, detail with URLs, the host and digits removed, case folded).
+
+    The host is deliberately left out: the fingerprint says *how* something failed, so the same
+    failure on many hosts (our network, our proxy, our parser runtime) shares one fingerprint and
+    the systemic breaker can count the distinct hosts it hit."""
+    text = _URLS.sub(" ", (detail or "").lower())
+    if host:
+        text = text.replace(host.lower(), " ")
+    norm = " ".join(_DIGITS.sub("", text).split())
+    key = f"{error_type or ''}|{norm}"
     return hashlib.sha1(key.encode("utf-8", "replace")).hexdigest()[:16]

@@ -49,10 +49,10 @@ class FetchSection:
 @dataclass(frozen=True)
 class DoctorSection:
     enabled: bool = True                  # feature flag: false = never heal, only alert
-    max_fix_attempts: int = 3
+    max_fix_attempts: int = 3             # FAILED attempts per source per attempt_window (a promotion spends none)
     attempt_window: float = 86400.0
     quarantine_for: float = 86400.0
-    systemic_threshold: int = 3
+    systemic_threshold: int = 3           # the same failure on this many distinct HOSTS (not sources) -> halt healing
     systemic_window: float = 3600.0
     ladder: tuple[str, ...] = LADDER_RUNGS
     dead_after: float = 7 * 86400.0

@@ -19,7 +19,7 @@ from healerd.actors.scheduler import HealNow, RunNow
 from healerd.blueprint import BlueprintError, from_dict
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.htmldiff import structural_diff
-from healerd.lifecycle import IllegalTransition
+from healerd.lifecycle import IllegalTransition, human_refusal
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
@@ -43,7 +43,8 @@ def to_control_error(exc: BaseException) -> ControlError:
     if isinstance(exc, BlueprintError):
         return ControlError("invalid_blueprint", f"invalid blueprint: {exc}", {"key": exc.key})
     if isinstance(exc, IllegalTransition):
-        return ControlError("illegal_transition", str(exc), {"state": exc.state, "trigger": exc.trigger})
+        return ControlError("illegal_transition", human_refusal(exc.name, exc.trigger, exc.state),
+                            {"state": exc.state, "trigger": exc.trigger})
     if isinstance(exc, sources.SourceExists):
         return ControlError("exists", str(exc))
     if type(exc).__name__ == "MemoryError_":
@@ -141,6 +142,12 @@ class ControlOps:
         check_name(name)
         sources.get(self.conn, name)
         entries = versions.history_entries(self.conn, name) + fixes.history_entries(self.conn, name)
+        origins = {e["version"]: e["origin"] for e in entries if e["kind"] == "version"}
+        for ev in sources.audit_entries(self.conn, name, ("rollback",)):
+            to = int(ev["reason"].rsplit(" ", 1)[-1]) if ev["reason"].rsplit(" ", 1)[-1].isdigit() else None
+            entries.append({"kind": "version", "event": "rollback", "at": iso(ev["at"]), "_t": ev["at"],
+                            "version": to, "origin": origins.get(to, "human"), "status": "production",
+                            "note": ev["reason"]})
         entries.sort(key=lambda e: (e["_t"], 0 if e["kind"] == "version" else 1), reverse=True)
         for e in entries:
             e.pop("_t", None)
@@ -166,7 +173,7 @@ class ControlOps:
         sources.get(self.conn, name)
         if not isinstance(limit, int) or limit < 1:
             raise ControlError("bad_request", "limit must be a whole number >= 1")
-        return records.latest(self.conn, name, min(limit, 10_000))
+        return records.newest(self.conn, name, min(limit, 100_000))
 
     def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
         return alerts_store.since(self.conn, int(after_id or 0), min(int(limit or 200), 10_000), source)
@@ -179,8 +186,33 @@ class ControlOps:
         self.daemon.registry.tell("validator", f"forget:{name}")
         return result
 
+    def op_update(self, name: str, blueprint: dict, url: str | None = None):
+        """Replace a source's blueprint (a `human` version), reset its attempt budget, scrape once."""
+        check_name(name)
+        bp = from_dict(blueprint, url=url or None, require_url=False)
+        if not bp.url:
+            bp = bp.with_url(sources.get(self.conn, name)["url"])
+        try:
+            result = self._write("replace_blueprint", name, bp)
+        except ValueError as exc:
+            raise ControlError("refused", str(exc)) from None
+        self.daemon.registry.tell("validator", f"forget:{name}")
+        rid = self.daemon.waiters.new()
+        self.daemon.registry.tell("scheduler", RunNow(name, rid))
+        scrape = self._wait(rid, RUN_WAIT_S, f"the scrape of {name}")
+        return {**result, "scrape": scrape, "state": scrape.get("state", result.get("state"))}
+
     def op_remove(self, name: str):
         check_name(name)
+        src = sources.get(self.conn, name)
+        if src["origin"] == "sources_dir":
+            # Removing it here would be undone by the next reload: the file is the truth.
+            folder = self.daemon.config.daemon.sources_dir or "the sources directory"
+            files = [os.path.join(folder, name + ext) for ext in (".toml", ".json")
+                     if os.path.exists(os.path.join(folder, name + ext))]
+            where = " or ".join(files) or f"{name}.toml / {name}.json in {folder}"
+            raise ControlError("refused", f"{name} comes from the sources directory: delete {where}, then "
+                                          f"`healerctl reload` (or SIGHUP) removes it")
         return self._write("remove_source", name)
 
     def op_pause(self, name: str):
@@ -234,7 +266,19 @@ class ControlOps:
         sources.get(self.conn, name)
         rid = self.daemon.waiters.new()
         self.daemon.registry.tell("scheduler", HealNow(name, rid))
-        return self._wait(rid, HEAL_WAIT_S, f"healing {name}")
+        result = self._wait(rid, HEAL_WAIT_S, f"healing {name}")
+        if isinstance(result, dict) and result.get("outcome") == "promoted":
+            # The promotion schedules a scrape with the new version; its outcome is the state the
+            # person should see (DEGRADED until that scrape passes, then ACTIVE).
+            try:
+                rid = self.daemon.waiters.new()
+                self.daemon.registry.tell("scheduler", RunNow(name, rid))
+                scrape = self._wait(rid, RUN_WAIT_S, f"the scrape of {name} with the promoted version")
+                if isinstance(scrape, dict) and scrape.get("state"):
+                    result = {**result, "state": scrape["state"]}
+            except ControlError:
+                pass   # the heal's answer stands; the scrape goes on in the background
+        return result
 
     # -- the fix memory ----------------------------------------------------------------------
     def op_memory_list(self):

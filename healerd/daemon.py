@@ -42,6 +42,42 @@ from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
 
+LOCK_FILE = "healerd.lock"
+
+
+class StateDirInUse(Exception):
+    """Another healerd holds the state dir's lock."""
+
+    def __init__(self, state_dir: str, pid: int | None):
+        self.state_dir, self.pid = state_dir, pid
+        holder = f"pid {pid}" if pid else "a process whose pid could not be read"
+        super().__init__(f"the state dir {state_dir} is in use by another healerd ({holder}); "
+                         f"stop it first or give this one its own --state-dir")
+
+
+def lock_state_dir(state_dir: str | os.PathLike) -> int:
+    """One daemon per state dir: an exclusive flock on <state-dir>/healerd.lock, held for the
+    daemon's life (the kernel drops it when the process ends, even on kill -9). The holder's pid is
+    written in the file so a second daemon can name it. Returns the open descriptor (keep it open);
+    raises StateDirInUse when another process holds the lock."""
+    import fcntl
+
+    folder = Path(state_dir)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            pid = int(os.pread(fd, 32, 0).decode().strip() or 0) or None
+        except (OSError, ValueError):
+            pid = None
+        os.close(fd)
+        raise StateDirInUse(str(folder), pid) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
 SHUTDOWN_BUDGET_S = 8.0      # from the stop signal to the actors stopped (the bound is 10 s)
 FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writer to finish what they hold
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
@@ -72,6 +108,7 @@ class Daemon:
         self._reload_waiters: list[list] = []   # `healerctl reload` requests: [Event, result]
         self._reload_waiters_lock = threading.Lock()
         self._stop_requested_at: float | None = None
+        self._lock_fd: int | None = None
 
     # -- start-up --------------------------------------------------------------------
     def prepare_database(self) -> dict:
@@ -194,7 +231,10 @@ class Daemon:
             folder = Path(d)
             files = sorted(p for p in folder.glob("*") if p.suffix in (".toml", ".json")) if folder.is_dir() else []
             if not folder.is_dir():
-                out["errors"][str(folder)] = "sources_dir does not exist"
+                out["errors"][str(folder)] = ("sources_dir does not exist (or is not a directory); "
+                                              "its sources are kept as they are")
+                log.error("sources_dir %s does not exist (or is not a directory)", folder)
+                return out   # nothing is removed because a directory went missing
             for path in files:
                 name = path.stem
                 seen.add(name)
@@ -226,11 +266,13 @@ class Daemon:
     def reload(self) -> dict:
         """SIGHUP: re-read the config (restarting the actors with it) and the sources directory."""
         if self.config_path:
+            config_error = None
             try:
                 new = load_config(self.config_path)
             except ConfigError as exc:
                 log.error("config reload failed, keeping the running config: %s", exc)
                 new = None
+                config_error = f"not loaded, the running config is kept: {exc}"
             if new is not None and new != self.config:
                 log.info("config changed: restarting the actors with it")
                 still = self.stop_actors(SHUTDOWN_BUDGET_S)
@@ -247,6 +289,10 @@ class Daemon:
                 # Requests whose work the old actors held are answered now rather than never.
                 self.waiters.fail_all(Failure(ControlError(
                     "unavailable", "healerd restarted its actors for a new configuration; try again")))
+            out = self.reload_sources()
+            if config_error:
+                out["errors"] = {self.config_path: config_error, **out["errors"]}
+            return out
         return self.reload_sources()
 
     def reload_and_wait(self, timeout: float = 25.0) -> dict:
@@ -296,6 +342,14 @@ class Daemon:
         self._reload.set()
 
     def run(self) -> int:
+        self._lock_fd = lock_state_dir(self.state_dir)   # raises StateDirInUse: nothing else is touched
+        try:
+            return self._run()
+        finally:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _run(self) -> int:
         from healerd.control.server import ControlServer
         from healerd.heal.sandbox import log_confinement
 

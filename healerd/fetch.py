@@ -544,7 +544,7 @@ class Fetcher:
                 limit, truncate = min(limit, ERROR_BODY_LIMIT), True
             declared = hdrs.get("content-length", "")
             if not truncate and declared.isdigit() and int(declared) > limit:
-                raise FetchError(errors.HTTP_ERROR, f"response body larger than max_bytes ({limit}): "
+                raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}): "
                                  f"Content-Length {declared} from {mask_url(url)}", url=url, status=status)
             chunks: list[bytes] = []
             size = 0
@@ -555,7 +555,7 @@ class Fetcher:
                         chunks.append(chunk[:len(chunk) - (size - limit)])
                         break
                     # Leaving the `with` closes the unfinished response, and with it the connection.
-                    raise FetchError(errors.HTTP_ERROR, f"response body larger than max_bytes ({limit}) "
+                    raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}) "
                                      f"from {mask_url(url)}; stopped reading", url=url, status=status)
                 chunks.append(chunk)
                 if deadline.expired():

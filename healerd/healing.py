@@ -26,6 +26,8 @@ _WHY_NOT = {
     errors.BLOCKED: "the page is a bot challenge or login wall: healing selectors cannot help",
     errors.TIMEOUT: "the site is slow: the schedule backs off instead of healing",
     errors.RATE_LIMIT: "the site rate-limits us: the schedule backs off instead of healing",
+    errors.TOO_LARGE: "the page is larger than [fetch] max_bytes: raise it or point the source at a smaller page",
+    errors.NOT_HTML: "the URL serves a binary file, not an HTML page: check the URL",
 }
 
 
@@ -75,6 +77,36 @@ def relocation_candidates(old_url: str, sitemap_xml: str | None, pages: list[tup
                 consider(urljoin(base, href))
     ranked = sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
     return [u for u, _ in ranked[:limit]]
+
+
+def _as_list(data) -> list[dict]:
+    if isinstance(data, dict):
+        return [data]
+    return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+
+def resembles_last_good(candidate, last_good) -> tuple[bool, str]:
+    """Does a relocation candidate's output look like the last good records? (ok, why not)
+
+    Without last good records there is nothing to compare with, so never. Otherwise the candidate
+    must yield records, every field the last good records filled must be filled with a value of the
+    same type, and the number of records must be within a factor of 4 of the last good count."""
+    good = _as_list(last_good)
+    got = _as_list(candidate)
+    if not good:
+        return False, "no last good records to compare with"
+    if not got:
+        return False, "it yields no records"
+    filled = {k: type(v) for r in good for k, v in r.items() if v not in (None, "")}
+    for key, kind in sorted(filled.items()):
+        values = [r.get(key) for r in got if r.get(key) not in (None, "")]
+        if not values:
+            return False, f"field {key} is empty there"
+        if not all(isinstance(v, kind) or (kind is float and isinstance(v, int)) for v in values):
+            return False, f"field {key} has another type there"
+    if isinstance(last_good, list) and not (len(good) / 4 <= len(got) <= len(good) * 4):
+        return False, f"{len(got)} records where the last good scrape had {len(good)}"
+    return True, ""
 
 
 def broken_selectors(blueprint, failed_fields: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import apsw
 
-from healerd import errors, lifecycle
+from healerd import breakers, errors, lifecycle
 from healerd.blueprint import Blueprint
 from healerd.config import Config
 from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
@@ -134,6 +134,33 @@ class Ledger:
         sources.update_blueprint(self.conn, name, bp, now=self.clock())
         return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
+    def replace_blueprint(self, name: str, bp: Blueprint) -> Effects:
+        """`healerctl update`: a person's new blueprint, promoted as a `human` version; a fresh attempt budget;
+        a quarantined or dead source back to DEGRADED; scraped at once (the caller waits for that scrape)."""
+        fx = Effects()
+        now = self.clock()
+        with self.conn:
+            src = sources.get(self.conn, name)
+            if src["origin"] == "sources_dir":
+                raise ValueError(f"{name} comes from the sources directory: edit its file there and "
+                                 f"`healerctl reload` (an update here would be undone by the next reload)")
+            sources.update_blueprint(self.conn, name, bp, now=now)
+            version = scalar(self.conn, "SELECT current_version FROM sources WHERE name = ?", (name,))
+            state = self.model(name).state
+            if state in (QUARANTINED, DEAD):
+                self.fire(name, "unquarantine", f"blueprint replaced by a person (version {version})")
+            sources.audit(self.conn, name, "update", f"blueprint replaced by a person: version {version}", now)
+            self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 0, "
+                              "fix_attempts_today = 0, deferred_report = NULL, host_unresolved_since = NULL, "
+                              "item_counts = '[]' WHERE source_name = ?", (now, name))   # a new baseline
+            self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))
+            # A fix queued for the old blueprint is moot.
+            self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
+                              "error_message = 'the blueprint was replaced by a person' "
+                              "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
+        fx.result = {**sources.status_one(self.conn, name, now=now), "version": version}
+        return fx
+
     def set_paused(self, name: str, paused: bool) -> Effects:
         sources.set_paused(self.conn, name, paused, now=self.clock())
         return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
@@ -238,8 +265,11 @@ class Ledger:
         if state == ACTIVE:
             self.fire(name, "fail", f"{o.error_type}: {message}")
             state = DEGRADED
-            fx.alert("DEGRADED", name, f"{o.error_type}: {message}", details={"error_type": o.error_type,
-                                                                                   "status": o.status}, state=DEGRADED)
+            said = f"{o.error_type}: {message}"
+            if not breakers.has_good_past(src["success_count"]):
+                said = f"{breakers.NEVER_SCRAPED} ({said})"
+            fx.alert("DEGRADED", name, said, details={"error_type": o.error_type, "status": o.status},
+                     state=DEGRADED)
         if o.dns_failure:
             since = src["host_unresolved_since"] or now
             self.conn.execute("UPDATE source_health SET host_unresolved_since = ? WHERE source_name = ?", (since, name))
@@ -251,11 +281,17 @@ class Ledger:
         else:
             self.conn.execute("UPDATE source_health SET host_unresolved_since = NULL WHERE source_name = ?", (name,))
 
-        if self._healable(o) and state == DEGRADED:
+        if self._healable(o) and state == DEGRADED and not breakers.has_good_past(src["success_count"]):
+            # Nothing to heal towards: a typo'd URL or a wrong blueprint is a person's to fix.
+            self.conn.execute("UPDATE source_health SET deferred_report = ? WHERE source_name = ?",
+                              (json.dumps({"reason": breakers.NEVER_SCRAPED, "last_error": message,
+                                           "options": [f"healerctl update {name} --blueprint FILE [--url URL]",
+                                                       f"healerctl remove {name}"]}), name))
+        elif self._healable(o) and state == DEGRADED:
             tasks.enqueue(self.conn, tasks.FIX_SOURCE, name,
                           {"error_type": o.error_type, "error": message, "fingerprint": o.fingerprint,
                            "status": o.status}, now=now)
-        elif o.error_type not in errors.HEALABLE_BY_SELECTORS:
+        elif o.error_type not in errors.HEALABLE_BY_SELECTORS and o.error_type not in errors.PAGE_PROBLEMS:
             self._check_systemic(o.fingerprint, o.error_type, message, now, fx)
 
     @staticmethod
@@ -275,21 +311,25 @@ class Ledger:
             return
         since = now - self.config.doctor.systemic_window
         if failed_fixes:
-            affected = [r["source_name"] for r in rows(
-                self.conn, "SELECT DISTINCT source_name FROM fix_history WHERE fingerprint = ? AND created_at > ? "
-                           "AND outcome IN ('rejected','error')", (fingerprint, since))]
+            failing = rows(self.conn, "SELECT f.source_name AS name, s.host, f.fingerprint FROM fix_history f "
+                                      "JOIN sources s ON s.name = f.source_name WHERE f.fingerprint = ? "
+                                      "AND f.created_at > ? AND f.outcome IN ('rejected','error')", (fingerprint, since))
         else:
-            affected = [r["source_name"] for r in rows(
-                self.conn, "SELECT source_name FROM source_health WHERE last_fingerprint = ? AND last_failure_at > ? "
-                           "AND consecutive_failures > 0", (fingerprint, since))]
-        if len(affected) < self.config.doctor.systemic_threshold:
+            failing = rows(self.conn, "SELECT h.source_name AS name, s.host, h.last_fingerprint AS fingerprint "
+                                      "FROM source_health h JOIN sources s ON s.name = h.source_name "
+                                      "WHERE h.last_fingerprint = ? AND h.last_failure_at > ? "
+                                      "AND h.consecutive_failures > 0", (fingerprint, since))
+        hosts = breakers.systemic_halt([(r["host"], r["fingerprint"]) for r in failing], fingerprint,
+                                       self.config.doctor.systemic_threshold)
+        if hosts is None:
             return
-        halt = {"fingerprint": fingerprint, "since": now, "error_type": error_type, "sources": sorted(affected),
-                "reason": f"{error_type} on {len(affected)} sources: {message}"}
+        affected = sorted({r["name"] for r in failing})
+        halt = {"fingerprint": fingerprint, "since": now, "error_type": error_type, "sources": affected,
+                "hosts": hosts, "reason": f"{error_type} on {len(hosts)} hosts: {message}"}
         self.conn.execute("INSERT OR REPLACE INTO daemon_state (key, value) VALUES (?, ?)", (HALT_KEY, json.dumps(halt)))
         fx.alert("SYSTEMIC_HALT", None,
-                 f"healing halted everywhere: the same failure on {len(affected)} sources ({error_type}: {message})",
-                 level="error", details={"sources": sorted(affected), "fingerprint": fingerprint})
+                 f"healing halted everywhere: the same failure on {len(hosts)} hosts ({error_type}: {message})",
+                 level="error", details={"sources": affected, "hosts": hosts, "fingerprint": fingerprint})
 
     def _maybe_clear_halt(self, name: str, fx: Effects) -> None:
         h = self.halt()
@@ -331,9 +371,10 @@ class Ledger:
 
     # -- fixes, quarantine -----------------------------------------------------------------
     def attempts_used(self, name: str) -> int:
+        """Failed attempts in the window: what the budget counts."""
         h = row(self.conn, "SELECT attempts_since FROM source_health WHERE source_name = ?", (name,)) or {}
         return fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=self.clock(),
-                                        after=h.get("attempts_since"))
+                                        after=h.get("attempts_since"), outcomes=breakers.FAILED_OUTCOMES)
 
     def record_fix(self, *, name: str, error_type: str, strategy: str, outcome: str, reason: str,
                    context: dict | None = None, patch: str | None = None, validation: dict | None = None,
@@ -352,6 +393,9 @@ class Ledger:
                          failure_started_at=h["failing_since"], now=now)
             used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
                                             after=h["attempts_since"])
+            failed = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
+                                              after=h["attempts_since"], outcomes=breakers.FAILED_OUTCOMES)
+            budget = breakers.attempt_budget(self.config.doctor.max_fix_attempts, h["retry_only"])
             self.conn.execute("UPDATE source_health SET fix_attempts_today = ? WHERE source_name = ?", (used, name))
             state = self.model(name).state
             if outcome == "promoted":
@@ -365,31 +409,26 @@ class Ledger:
                 fx.alert("FLAGGED_FOR_REVIEW", name,
                          f"{strategy} candidate staged as version {version}: awaits `healerctl approve {name} "
                          f"{version}`: {reason}", details={"strategy": strategy, "version": version}, state=state)
-            elif outcome in fixes.COUNTED_OUTCOMES:
-                budget = 1 if h["retry_only"] else self.config.doctor.max_fix_attempts
-                if used >= budget and state == DEGRADED:
-                    until = now + self.config.doctor.quarantine_for
-                    report = dict(deferred_report or {})
-                    report.setdefault("attempts", used)
-                    report.setdefault("last_error", reason)
-                    self.conn.execute("UPDATE source_health SET quarantine_until = ?, deferred_report = ?, retry_only = 0 "
-                                      "WHERE source_name = ?", (until, json.dumps(report, default=str), name))
-                    self.fire(name, "quarantine", f"{used} fix attempts failed; last: {reason}")
-                    self.conn.execute("UPDATE task_queue SET state = 'QUARANTINED', completed_at = ? "
-                                      "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
-                    window = _human_duration(self.config.doctor.attempt_window)
-                    failed = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
-                                                      after=h["attempts_since"], outcomes=fixes.FAILED_OUTCOMES)
-                    spent = (f"{used} fix attempts failed in {window}" if failed == used else
-                             f"{used} fix attempts in {window} ({failed} failed)")
-                    fx.alert("QUARANTINED", name, f"{spent}; next try {iso(until)}",
-                             level="error", details={"deferred_report": report, "quarantine_until": iso(until)},
-                             state=QUARANTINED)
-                else:
-                    fx.alert("HEAL_FAILED", name, f"fix attempt {used}/{budget} failed ({strategy}): {reason}",
-                             details={"strategy": strategy, "attempt": used, "budget": budget}, state=state)
-                if outcome in ("rejected", "error"):
-                    self._check_systemic(fingerprint, error_type, reason, now, fx, failed_fixes=True)
+            elif breakers.should_quarantine(outcome, failed, budget, state):
+                until = now + self.config.doctor.quarantine_for
+                report = dict(deferred_report or {})
+                report.setdefault("attempts", failed)
+                report.setdefault("last_error", reason)
+                self.conn.execute("UPDATE source_health SET quarantine_until = ?, deferred_report = ?, retry_only = 0 "
+                                  "WHERE source_name = ?", (until, json.dumps(report, default=str), name))
+                spent = breakers.spent_phrase(failed, _human_duration(self.config.doctor.attempt_window))
+                self.fire(name, "quarantine", f"{spent}; last: {reason}")
+                self.conn.execute("UPDATE task_queue SET state = 'QUARANTINED', completed_at = ? "
+                                  "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
+                fx.alert("QUARANTINED", name, f"{spent}; next try {iso(until)}",
+                         level="error", details={"deferred_report": report, "quarantine_until": iso(until)},
+                         state=QUARANTINED)
+            elif outcome in breakers.FAILED_OUTCOMES:
+                fx.alert("HEAL_FAILED", name, f"fix attempt failed ({strategy}); {failed} of {budget} failed "
+                                              f"attempts allowed in the window are spent: {reason}",
+                         details={"strategy": strategy, "attempt": failed, "budget": budget}, state=state)
+            if outcome in breakers.FAILED_OUTCOMES:
+                self._check_systemic(fingerprint, error_type, reason, now, fx, failed_fixes=True)
             fx.result = {"attempts_used": used, "state": self.model(name).state}
         return fx
 
@@ -424,13 +463,12 @@ class Ledger:
         return fx
 
     def flag_for_review(self, name: str, reason: str) -> Effects:
-        fx = Effects()
+        """Set the review flag. The FLAGGED_FOR_REVIEW alert comes with the staged candidate
+        (record_fix, outcome `staged`), which names the version to approve; raised here, before
+        any version exists, it could not, and the alert dedupe would then swallow the one that does."""
         with self.conn:
-            already = scalar(self.conn, "SELECT flagged_for_review FROM source_health WHERE source_name = ?", (name,))
             self.conn.execute("UPDATE source_health SET flagged_for_review = 1 WHERE source_name = ?", (name,))
-        if not already:
-            fx.alert("FLAGGED_FOR_REVIEW", name, reason, state=self.model(name).state)
-        return fx
+        return Effects()
 
     # -- parser versions -------------------------------------------------------------------
     def stage_version(self, name: str, bp: Blueprint, origin: str, note: str = "",
@@ -468,7 +506,11 @@ class Ledger:
                     f"version {to} of {name!r} is {v['status']}; only archived versions can be re-promoted "
                     f"(use `healerctl approve` for staged ones)")
             url = json.loads(v["body"]).get("url")
+            current = sources.get(self.conn, name)["current_version"]
             fx = self.promote(name, to, url=url if url and url != sources.get(self.conn, name)["url"] else None)
+            # Recorded for `history` (a version event) and the audit trail.
+            sources.audit(self.conn, name, "rollback", f"rolled back from version {current} to version {to}",
+                          self.clock())
         return fx
 
     def approve(self, name: str, version: int) -> Effects:

@@ -52,6 +52,25 @@ class IllegalTransition(Exception):
         )
 
 
+_WHAT_IT_NEEDS = {
+    "unquarantine": "only a QUARANTINED or DEAD source can be unquarantined",
+    "recover": "only a DEGRADED source recovers",
+    "quarantine": "only a DEGRADED source can be quarantined",
+    "quarantine_expired": "only a QUARANTINED source has a quarantine to expire",
+    "fail": "only an ACTIVE source can go DEGRADED",
+    "die": "it is already DEAD",
+}
+_STATE_MEANS = {"ACTIVE": "it is healthy (ACTIVE), nothing to do",
+                "DEGRADED": "it is DEGRADED and healing already runs",
+                "QUARANTINED": "it is QUARANTINED", "DEAD": "it is DEAD"}
+
+
+def human_refusal(name: str, trigger: str, state: str) -> str:
+    """What a person is told when a control command asks for a transition the state does not allow."""
+    need = _WHAT_IT_NEEDS.get(trigger, f"{trigger} is not possible from {state}")
+    return f"{name}: {_STATE_MEANS.get(state, f'it is {state}')}; {need}"
+
+
 def _allowed(trigger_name: str, state: str) -> bool:
     for t in TRANSITIONS:
         if t["trigger"] == trigger_name:

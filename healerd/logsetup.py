@@ -21,8 +21,19 @@ def one_line(text: str) -> str:
     return " | ".join([first] + [line.strip() for line in rest if line.strip()])
 
 
+SQLITE_SCHEMA = 17
+
+
+def _not_sqlite_schema(record: logging.LogRecord) -> bool:
+    """SQLite's "statement aborts ... database schema has changed" (SQLITE_SCHEMA) is a notice that it
+    re-prepared a statement after another connection changed the schema: nothing for a person, and
+    the line carries the full SQL. Dropped; every other SQLite log message is kept."""
+    return getattr(record, "sqlite_code", None) != SQLITE_SCHEMA
+
+
 def setup(level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_not_sqlite_schema)
     handler.setFormatter(_MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -131,7 +131,17 @@ class FixMemory:
     def _issue(self, issue_id: Any) -> dict:
         if not isinstance(issue_id, str) or not issue_id.strip():
             raise MemoryError_("validation_error", "issue_id: expected a non-empty string", {"key": "issue_id"})
-        found = row(self.conn, "SELECT * FROM memory_issues WHERE issue_id = ?", (issue_id.strip(),))
+        wanted = issue_id.strip()
+        found = row(self.conn, "SELECT * FROM memory_issues WHERE issue_id = ?", (wanted,))
+        if found is None and len(wanted) >= 4:
+            # A unique prefix is enough (ids are 36 characters; `healerctl memory` shows the start).
+            like = wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            matches = rows(self.conn, "SELECT * FROM memory_issues WHERE issue_id LIKE ? ESCAPE '\\' LIMIT 2",
+                           (like,))
+            if len(matches) > 1:
+                raise MemoryError_("validation_error", f"{wanted!r} is the start of more than one issue id: give more "
+                                                       f"of it (`healerctl memory` lists them)", {"issue_id": wanted})
+            found = matches[0] if matches else None
         if found is None:
             raise MemoryError_("not_found", f"no issue {issue_id!r} in the fix memory", {"issue_id": issue_id})
         return found

@@ -1,7 +1,9 @@
 """robots.txt: may this URL be fetched, and how slowly?
 
 One parsed robots.txt per scheme+host+port, cached for a TTL. The file is read with
-a Fetcher's `get_text` and parsed by urllib.robotparser. What an answer means:
+a Fetcher's `get_text` and parsed by Protego (the RFC 9309 parser Scrapy uses: `*` and
+`$` wildcards, longest match wins, Allow beats Disallow on a tie, fractional
+Crawl-delay). What an answer means:
 - 2xx: the rules as written;
 - 401/403: everything is disallowed (standard practice);
 - other 4xx (404, 410, ...): no rules, everything allowed;
@@ -14,13 +16,12 @@ is fetched by one thread while others asking for the same host wait for it.
 from __future__ import annotations
 
 import logging
-import math
-import re
 import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-from urllib.robotparser import RobotFileParser
+
+from protego import Protego
 
 from healerd.fetch import FetchError, Fetcher
 
@@ -29,12 +30,11 @@ log = logging.getLogger("healerd.robots")
 DEFAULT_TTL = 3600.0
 RETRY_TTL = 300.0
 MAX_ROBOTS_BYTES = 512_000
-_CRAWL_DELAY = re.compile(r"^(\s*crawl-delay\s*:\s*)(\d*\.\d+)\s*(#.*)?$", re.I)
 
 
 @dataclass
 class _Entry:
-    parser: RobotFileParser
+    parser: "_Rules"
     expires: float
     note: str          # how the file was obtained, for logs and `describe`
 
@@ -55,23 +55,26 @@ def robots_url(url: str) -> str | None:
     return f"{parts.scheme}://{netloc}/robots.txt"
 
 
-def _normalise(text: str) -> list[str]:
-    """robots.txt lines for robotparser; fractional Crawl-delay is rounded up (it reads integers only)."""
-    out = []
-    for line in text.splitlines():
-        m = _CRAWL_DELAY.match(line)
-        if m:
-            line = f"{m.group(1)}{math.ceil(float(m.group(2)))}"
-        out.append(line)
-    return out
+class _Rules:
+    """One robots.txt: Protego's answers, or everything allowed / disallowed."""
+
+    def __init__(self, text: str | None = None, allow_all: bool = False, disallow_all: bool = False):
+        self.allow_all, self.disallow_all = allow_all, disallow_all
+        self.rules = Protego.parse(text) if text is not None and not (allow_all or disallow_all) else None
+
+    def can_fetch(self, user_agent: str, url: str) -> bool:
+        if self.disallow_all:
+            return False
+        if self.rules is None:
+            return True
+        return self.rules.can_fetch(url, user_agent)
+
+    def crawl_delay(self, user_agent: str) -> float | None:
+        return None if self.rules is None else self.rules.crawl_delay(user_agent)
 
 
-def _parser(lines: list[str] | None = None, allow_all: bool = False, disallow_all: bool = False) -> RobotFileParser:
-    rp = RobotFileParser()
-    rp.parse(lines or [])   # also marks it as read: an unread parser allows nothing
-    rp.allow_all = allow_all
-    rp.disallow_all = disallow_all
-    return rp
+def _parser(text: str | None = None, allow_all: bool = False, disallow_all: bool = False) -> _Rules:
+    return _Rules(text, allow_all=allow_all, disallow_all=disallow_all)
 
 
 class RobotsPolicy:
@@ -174,7 +177,7 @@ class RobotsPolicy:
             return _Entry(_parser(allow_all=True), now + self.retry_ttl, f"error: {type(exc).__name__}")
         if 200 <= status < 300:
             try:
-                return _Entry(_parser(_normalise(text)), now + self.ttl, f"HTTP {status}: rules")
+                return _Entry(_parser(text), now + self.ttl, f"HTTP {status}: rules")
             except Exception as exc:
                 log.info("robots.txt %s does not parse (%s); allowing", robots, exc)
                 return _Entry(_parser(allow_all=True), now + self.ttl, f"HTTP {status}: unparsable, allow all")

@@ -160,7 +160,11 @@ def test_failure_fingerprint_is_short_stable_and_normalised():
     b = failure_fingerprint(errors.HTTP_ERROR, "example.org", "503 service unavailable at  11:45:01")
     assert a == b and len(a) == 16 and all(c in "0123456789abcdef" for c in a)
     assert a != failure_fingerprint(errors.TIMEOUT, "example.org", "503 Service Unavailable at 10:02:33")
-    assert a != failure_fingerprint(errors.HTTP_ERROR, "other.org", "503 Service Unavailable at 10:02:33")
+    # The host is not part of it: the same failure on many hosts is one fingerprint (the systemic breaker
+    # counts the hosts), including when the detail names the host or a URL on it.
+    assert a == failure_fingerprint(errors.HTTP_ERROR, "other.org", "503 Service Unavailable at 10:02:33")
+    assert failure_fingerprint(errors.NETWORK, "a.org", "connection refused: http://a.org:81/x") == \
+        failure_fingerprint(errors.NETWORK, "b.org", "connection refused: http://b.org:82/y")
     assert a != failure_fingerprint(errors.HTTP_ERROR, "example.org", "connection refused")
     assert failure_fingerprint(None, None, None) == failure_fingerprint(None, None, "")
 
@@ -174,3 +178,29 @@ def test_no_real_corpus_page_is_taken_for_a_block():
     assert len(pages) > 100
     flagged = [(str(p.relative_to(CORPUS)), detect_block(p.read_text(errors="replace"), 200, {})) for p in pages]
     assert [f for f in flagged if f[1]] == []
+
+
+def test_a_binary_answer_is_not_html_but_text_a_parser_could_read_is():
+    from healerd.classify import not_html_reason
+
+    assert not_html_reason(b"%PDF-1.7 ...", "application/pdf").startswith("not HTML: the server sent application/pdf")
+    assert not_html_reason(b"\x89PNG\r\n\x1a\n\x00\x00", "image/png")
+    assert not_html_reason(b"PK\x03\x04\x00\x00", None).startswith("not HTML: the answer is binary")
+    assert not_html_reason(b"<html><body>x</body></html>", "text/html; charset=utf-8") is None
+    assert not_html_reason(b'{"a": 1}', "application/json") is None
+    assert not_html_reason(b"<feed/>", "application/atom+xml") is None
+    assert not_html_reason(b"<html/>", None) is None
+
+
+def test_sqlite_schema_notices_are_kept_out_of_the_log():
+    import logging
+
+    from healerd.logsetup import _not_sqlite_schema
+
+    schema = logging.LogRecord("root", logging.INFO, "", 0, "SQLITE_LOG: statement aborts at 1: [SELECT ...]", (), None)
+    schema.sqlite_code = 17
+    other = logging.LogRecord("root", logging.ERROR, "", 0, "SQLITE_LOG: disk I/O error", (), None)
+    other.sqlite_code = 10
+    plain = logging.LogRecord("healerd", logging.INFO, "", 0, "ready", (), None)
+    assert not _not_sqlite_schema(schema)
+    assert _not_sqlite_schema(other) and _not_sqlite_schema(plain)

@@ -500,7 +500,7 @@ def test_sighup_reloads_the_config(site, daemon_factory, tmp_path):
     assert d.ctl("reload").stdout.strip() == "reloaded: added none; changed none; removed none"
     assert d.log().count("config changed") == 1
     out = d.ctl_json("run", "big")
-    assert out["ok"] is False and out["error_type"] == "HTTP_ERROR" and "max_bytes" in out["error"], out
+    assert out["ok"] is False and out["error_type"] == "TOO_LARGE" and "max_bytes" in out["error"], out
 
     log_len = len(d.log())
     d.config_path.write_text("[daemon]\nscrapers = 'many'\n")
@@ -780,7 +780,7 @@ def test_a_50mb_body_is_cut_at_max_bytes_without_the_daemon_growing(daemon_facto
         for _ in range(2):
             for name in ("huge", "declared"):
                 out = d.ctl_json("run", name)
-                assert out["ok"] is False and out["error_type"] == "HTTP_ERROR", out
+                assert out["ok"] is False and out["error_type"] == "TOO_LARGE", out
                 assert "max_bytes" in out["error"], out
         grown_mb = (peak_rss_kb(d.proc.pid) - base) / 1024
         assert grown_mb < 25, f"peak RSS grew {grown_mb:.0f} MB reading 50 MB bodies capped at 1 MB"
@@ -790,7 +790,7 @@ def test_a_50mb_body_is_cut_at_max_bytes_without_the_daemon_growing(daemon_facto
             assert s.closed_early and s.sent < 25_000_000, s.sent    # the daemon hung up early
         for name in ("huge", "declared"):
             st = d.ctl_json("status", name)
-            assert st["state"] == "DEGRADED" and st["last_error_type"] == "HTTP_ERROR"
+            assert st["state"] == "DEGRADED" and st["last_error_type"] == "TOO_LARGE"
             assert fix_tasks(d, name) == []                  # nothing a selector fix could change
             assert n_records(d, name) == 0
         assert d.ctl_json("run", "fine")["ok"] is True       # and the daemon carries on

@@ -118,16 +118,18 @@ def test_kill9_in_the_middle_of_a_heal_resumes_after_restart(site, daemon_factor
     healer.stop()
 
 
-def test_site_down_everywhere_is_one_systemic_halt_and_no_heal_attempts(site, daemon_factory, tmp_path):
-    for i in range(3):
-        site.page(f"/s{i}", listing_v1())
+def test_our_side_down_on_every_host_is_one_systemic_halt_and_no_heal_attempts(site, daemon_factory, tmp_path):
+    # Three hosts (127.0.0.1-3, one server on all of them) failing the same way: that is our side.
+    # (One site down, however many sources it hosts, never halts: test_e2e_edges.)
+    pages = {f"/s{i}": (200, {"Content-Type": "text/html"}, listing_v1().encode()) for i in range(3)}
+    srv = _serve_on(0, pages, host="0.0.0.0")
+    port = srv.server_address[1]
     d = daemon_factory().start()
     for i in range(3):
-        add(d, tmp_path, f"s{i}", site.url(f"/s{i}"))
-        d.ctl("run", f"s{i}")
-    port = site.port
-    pages = dict(site.pages)
-    site.stop()
+        add(d, tmp_path, f"s{i}", f"http://127.0.0.{i + 1}:{port}/s{i}")
+        assert d.ctl("run", f"s{i}").returncode == 0
+    srv.shutdown()
+    srv.server_close()
     d.wait_for(lambda: any(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()), what="SYSTEMIC_HALT")
     assert d.ctl_json("status")[0]["state"] == "DEGRADED"
     summary_cmd = d.ctl("status")
@@ -135,8 +137,8 @@ def test_site_down_everywhere_is_one_systemic_halt_and_no_heal_attempts(site, da
     time.sleep(2)  # more failing scrapes: still one alert, still no heal attempt
     assert sum(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()) == 1
     assert db_rows(d, "SELECT count(*) AS n FROM fix_history WHERE outcome != 'declined'")[0]["n"] == 0
-    # The site comes back on the same port: the sources recover and the halt lifts by itself.
-    revived = _serve_on(port, pages)
+    # The hosts come back on the same port: the sources recover and the halt lifts by itself.
+    revived = _serve_on(port, pages, host="0.0.0.0")
     try:
         d.wait_for(lambda: all(s["state"] == "ACTIVE" for s in d.ctl_json("status")), timeout=30, what="recovery")
         status = json.loads(d.ctl("status", "--json").stdout)
@@ -149,7 +151,7 @@ def test_site_down_everywhere_is_one_systemic_halt_and_no_heal_attempts(site, da
         revived.server_close()
 
 
-def _serve_on(port, pages):
+def _serve_on(port, pages, host="127.0.0.1"):
     import threading
     from http.server import BaseHTTPRequestHandler
 
@@ -161,6 +163,7 @@ def _serve_on(port, pages):
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
+            self.send_header("Connection", "close")   # a server that stops leaves no kept-alive connection
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -169,7 +172,7 @@ def _serve_on(port, pages):
             pass
 
     ThreadingHTTPServer.allow_reuse_address = True
-    srv = ThreadingHTTPServer(("127.0.0.1", port), H)
+    srv = ThreadingHTTPServer((host, port), H)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv

@@ -184,7 +184,7 @@ def test_50mb_streamed_body_is_cut_off_early(server):
     server.route("/big", big)
     with Fetcher(FetchConfig(max_bytes=1_000_000)) as f:
         err = fails(lambda: f.fetch(server.url("/big")))
-    assert err.error_type == errors.HTTP_ERROR and err.status == 200
+    assert err.error_type == errors.TOO_LARGE and err.status == 200
     assert "larger than max_bytes (1000000)" in err.message
     assert big.done.wait(10)
     assert big.closed_early
@@ -196,7 +196,7 @@ def test_declared_content_length_above_cap_is_refused_before_reading(server):
     server.route("/big", big)
     with Fetcher(FetchConfig(max_bytes=1_000_000)) as f:
         err = fails(lambda: f.fetch(server.url("/big")))
-    assert err.error_type == errors.HTTP_ERROR and "Content-Length 50000000" in err.message
+    assert err.error_type == errors.TOO_LARGE and "Content-Length 50000000" in err.message
     assert big.done.wait(10) and big.closed_early and big.sent < 20_000_000
 
 

@@ -77,10 +77,15 @@ def ledger(make_ledger):
     return make_ledger()
 
 
-def add(led: Ledger, name: str = "shop", host: str = "shop.example", every: float = EVERY) -> str:
+def add(led: Ledger, name: str = "shop", host: str = "shop.example", every: float = EVERY,
+        good_past: bool = True) -> str:
+    """A source; with `good_past` it counts one scrape that passed (healing needs one), without changing its state."""
     bp = from_dict({"url": f"http://{host}/{name}", "every": every, "items": "li.p",
                     "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"}}})
     led.add_source(name, bp)
+    if good_past:
+        with led.conn:
+            led.conn.execute("UPDATE source_health SET success_count = 1 WHERE source_name = ?", (name,))
     return name
 
 
@@ -131,7 +136,7 @@ def alert_events(fx) -> list[str]:
 # -- good scrapes ------------------------------------------------------------------------------
 
 def test_a_good_scrape_stores_records_snapshot_and_counters(conn, ledger, clock):
-    add(ledger)
+    add(ledger, good_past=False)
     clock.advance(5)
     o = good(ledger, n=3)
     fx = ledger.record_scrape(o)
@@ -180,7 +185,7 @@ def test_a_page_in_another_charset_is_not_rewritten_on_every_scrape(conn, ledger
 
 
 def test_a_not_modified_answer_counts_as_success_without_new_records(conn, ledger, clock):
-    add(ledger)
+    add(ledger, good_past=False)
     ledger.record_scrape(good(ledger))
     clock.advance(EVERY)
     fx = ledger.record_scrape(good(ledger, not_modified=True, data=None, html=None, item_count=None, etag=None,
@@ -232,7 +237,7 @@ def test_a_scrape_of_a_removed_source_writes_nothing(conn, ledger):
 # -- failed scrapes ----------------------------------------------------------------------------
 
 def test_a_failed_scrape_degrades_keeps_the_page_and_enqueues_a_fix(conn, ledger, clock):
-    add(ledger)
+    add(ledger, good_past=False)
     ledger.record_scrape(good(ledger, html="<p>good</p>"))
     clock.advance(EVERY)
     o = bad(ledger, error="Empty field: price (null in all 3 items)")
@@ -425,7 +430,7 @@ def fail_same(led: Ledger, name: str, error_type: str = errors.NETWORK, fingerpr
 def test_the_same_failure_on_threshold_sources_halts_healing_once(conn, make_ledger, clock):
     led = make_ledger(doctor__systemic_threshold=3)
     for n in "abcd":
-        add(led, n)
+        add(led, n, host=f"{n}.example")
     assert "SYSTEMIC_HALT" not in alert_events(fail_same(led, "a"))
     clock.advance(10)
     assert "SYSTEMIC_HALT" not in alert_events(fail_same(led, "b"))
@@ -434,7 +439,8 @@ def test_the_same_failure_on_threshold_sources_halts_healing_once(conn, make_led
     assert alert_events(fx) == ["DEGRADED", "SYSTEMIC_HALT"]
     halt_alert = fx.alerts[1]
     assert halt_alert["source"] is None and halt_alert["level"] == "error"
-    assert halt_alert["details"] == {"sources": ["a", "b", "c"], "fingerprint": "NETWORK:shop.example"}
+    assert halt_alert["details"] == {"sources": ["a", "b", "c"], "hosts": ["a.example", "b.example", "c.example"],
+                                     "fingerprint": "NETWORK:shop.example"}
     halt = led.halt()
     assert (halt["sources"], halt["since"], halt["error_type"]) == (["a", "b", "c"], clock(), errors.NETWORK)
     # More of the same raise nothing new.
@@ -448,7 +454,7 @@ def test_the_same_failure_on_threshold_sources_halts_healing_once(conn, make_led
 def test_the_halt_lifts_when_one_of_its_sources_scrapes_again(conn, make_ledger, clock):
     led = make_ledger(doctor__systemic_threshold=3)
     for n in "abcd":
-        add(led, n)
+        add(led, n, host=f"{n}.example")
     for n in "abc":
         fail_same(led, n)
     fail_same(led, "d")
@@ -461,7 +467,7 @@ def test_the_halt_lifts_when_one_of_its_sources_scrapes_again(conn, make_ledger,
 def test_resume_healing_lifts_the_halt(make_ledger):
     led = make_ledger(doctor__systemic_threshold=2)
     for n in "ab":
-        add(led, n)
+        add(led, n, host=f"{n}.example")
         fail_same(led, n)
     assert led.halt() is not None
     assert led.resume_healing().result == {"systemic_halt": False}
@@ -471,7 +477,7 @@ def test_resume_healing_lifts_the_halt(make_ledger):
 def test_failures_outside_the_window_or_with_other_fingerprints_do_not_halt(make_ledger, clock):
     led = make_ledger(doctor__systemic_threshold=3, doctor__systemic_window=3600.0)
     for n in "abcde":
-        add(led, n)
+        add(led, n, host=f"{n}.example")
     fail_same(led, "a")
     clock.advance(3700)                          # a's failure is out of the window now
     fail_same(led, "b")
@@ -481,6 +487,42 @@ def test_failures_outside_the_window_or_with_other_fingerprints_do_not_halt(make
     assert led.halt() is None
     fail_same(led, "e")
     assert led.halt()["sources"] == ["b", "c", "e"]
+
+
+def test_one_host_failing_on_many_sources_never_halts(make_ledger):
+    led = make_ledger(doctor__systemic_threshold=3)
+    for n in "abcdef":
+        add(led, n)                              # all on shop.example
+        fail_same(led, n)
+    assert led.halt() is None
+    for n in "xy":
+        add(led, n, host=f"{n}.example")
+        fail_same(led, n)
+    assert led.halt()["hosts"] == ["shop.example", "x.example", "y.example"]
+
+
+def test_failed_fixes_on_one_host_never_halt(make_ledger):
+    led = make_ledger(doctor__systemic_threshold=2, doctor__max_fix_attempts=5)
+    for n in "abc":
+        add(led, n)
+        led.record_scrape(bad(led, n))
+        led.record_fix(name=n, error_type=errors.PARSE_ERROR, strategy="builtin", outcome="rejected",
+                       reason="no candidate", fingerprint="PARSE_ERROR:tmpl")
+    assert led.halt() is None
+
+
+def test_a_source_that_never_passed_is_degraded_with_the_reason_and_gets_no_fix_task(conn, make_ledger):
+    led = make_ledger()
+    add(led, "typo", good_past=False)
+    fx = led.record_scrape(bad(led, "typo", error_type=errors.HTTP_ERROR, status=404))
+    assert health(conn, "typo")["state"] == DEGRADED
+    assert fix_tasks(conn, "typo") == []
+    assert "never scraped successfully: check the URL and blueprint" in fx.alerts[0]["message"]
+    assert "never scraped successfully" in json.loads(health(conn, "typo")["deferred_report"])["reason"]
+    # Once it has passed, the same failure is healed.
+    led.record_scrape(good(led, "typo"))
+    led.record_scrape(bad(led, "typo", error_type=errors.HTTP_ERROR, status=404))
+    assert len(fix_tasks(conn, "typo")) == 1
 
 
 def test_structure_changes_never_halt_the_scrape_path(make_ledger):
@@ -494,7 +536,7 @@ def test_structure_changes_never_halt_the_scrape_path(make_ledger):
 def test_failed_fixes_with_one_fingerprint_halt_too(conn, make_ledger):
     led = make_ledger(doctor__systemic_threshold=2, doctor__max_fix_attempts=5)
     for n in "ab":
-        add(led, n)
+        add(led, n, host=f"{n}.example")
         led.record_scrape(bad(led, n))
     fx = None
     for n in "ab":
@@ -554,6 +596,25 @@ def test_the_deferred_report_defaults_to_the_attempts_and_last_reason(conn, make
     assert json.loads(health(conn)["deferred_report"]) == {"attempts": 1, "last_error": "no candidate validated"}
 
 
+def test_promotions_spend_no_budget_and_the_quarantine_words_agree(conn, make_ledger, clock):
+    led = make_ledger(doctor__max_fix_attempts=3, doctor__attempt_window=86400.0)
+    degraded(led)
+    for v in (2, 3):
+        clock.advance(1)
+        assert alert_events(fail_fix(led, outcome="promoted", version=v)) == ["HEALED"]
+    for i in (1, 2):
+        clock.advance(1)
+        fx = fail_fix(led)
+        assert alert_events(fx) == ["HEAL_FAILED"] and f"{i} of 3 failed" in fx.alerts[0]["message"]
+        assert fx.result["state"] == DEGRADED
+    clock.advance(1)
+    fx = fail_fix(led)
+    assert alert_events(fx) == ["QUARANTINED"]
+    assert fx.alerts[0]["message"].startswith("3 fix attempts failed in 24h; next try ")
+    reason = rows(conn, "SELECT reason FROM source_events WHERE source_name = 'shop' ORDER BY id DESC LIMIT 1")[0]
+    assert reason["reason"].startswith("3 fix attempts failed in 24h; last: ")
+
+
 def test_declined_and_staged_attempts_do_not_quarantine(conn, make_ledger, clock):
     led = make_ledger(doctor__max_fix_attempts=2)
     degraded(led)
@@ -566,7 +627,7 @@ def test_declined_and_staged_attempts_do_not_quarantine(conn, make_ledger, clock
         fx = fail_fix(led, outcome="staged", version=v)
         assert fx.result["state"] == DEGRADED  # waits for a person, never quarantined
         assert alert_events(fx) == ["FLAGGED_FOR_REVIEW"]  # ... and the person is told which version
-    assert led.attempts_used("shop") == 3
+    assert led.attempts_used("shop") == 0   # the budget counts failed attempts only
 
 
 def test_each_staged_version_says_how_to_approve_it(conn, make_ledger, clock):
@@ -786,17 +847,17 @@ def test_history_shows_a_staged_attempt_in_the_contract_outcomes(conn, ledger, c
     assert got[0]["staged"] is True and got[0]["version"] == 2
     assert got[0]["reason"] == "staged as version 2 for approval: the candidate drops score"
     assert "staged" not in got[1]
-    # Stored as it was: the attempt counter and the recovery context still see a staged attempt.
+    # Stored as it was: the recovery context still sees a staged attempt; the budget counts the failed one.
     assert [r["outcome"] for r in fixes.recent(conn, "shop")] == ["rejected", "staged"]
-    assert ledger.attempts_used("shop") == 2
+    assert ledger.attempts_used("shop") == 1
 
 
 def test_approve_promotes_a_staged_version_and_lifts_the_review_flag(conn, make_ledger, clock):
     led = make_ledger(doctor__review_window=7 * 86400.0)
     add(led)
     fx = led.flag_for_review("shop", "changed too often")
-    assert alert_events(fx) == ["FLAGGED_FOR_REVIEW"]
-    assert led.flag_for_review("shop", "again").alerts == []  # flagged once
+    # The flag alone raises nothing: the alert comes with the staged version it names (record_fix).
+    assert fx.alerts == [] and health(conn)["flagged_for_review"] == 1
     v2 = led.stage_version("shop", candidate(led), "builtin")
     clock.advance(5)
     assert led.approve("shop", v2).result == {"version": v2}

@@ -327,3 +327,11 @@ def test_threads_firing_on_their_own_sources_do_not_mix_up(tmp_path, conn, made)
         assert db_state(conn, f"t{i}") == ACTIVE
         assert event_count(conn, f"t{i}") == 1 + 2 * rounds
     assert scalar(conn, "SELECT count(*) FROM source_events WHERE from_state = to_state") == 0
+
+
+def test_a_refused_command_is_said_in_words():
+    from healerd.lifecycle import human_refusal
+
+    msg = human_refusal("products", "unquarantine", "ACTIVE")
+    assert msg == "products: it is healthy (ACTIVE), nothing to do; only a QUARANTINED or DEAD source can be unquarantined"
+    assert "allowed:" not in human_refusal("p", "unquarantine", "DEGRADED")

@@ -358,7 +358,7 @@ def _diff(run: Run, cmd: Command) -> None:
 
 @handles("healerctl heal scores")
 def _heal(run: Run, cmd: Command) -> None:
-    r = run.run(cmd)
+    r = run.run(cmd, expect=1)   # nothing was promoted: exit 1
     assert r.stdout.startswith("scores: unchanged; state ACTIVE"), r.stdout
     assert "nothing to heal" in r.stdout, r.stdout
 
@@ -432,6 +432,19 @@ def _alerts_follow(run: Run, cmd: Command) -> None:
     assert all(e in it for e in expected), f"alert sequence {events} does not contain {expected} in order"
 
 
+@handles("healerctl update scores --blueprint stats.toml")
+def _update(run: Run, cmd: Command) -> None:
+    # The site went back to its first layout; the person puts the first blueprint back.
+    run.site.page("/stats", stats_page(ROWS))
+    before = run.status()["version"]
+    r = run.run(cmd)
+    assert f"blueprint promoted as version {before + 1} (human)" in r.stdout, r.stdout
+    assert re.search(r"scores: ok, 5 record\(s\)", r.stdout), r.stdout
+    st = run.status()
+    assert st["version"] == before + 1 and st["state"] == "ACTIVE" and st["fix_attempts_24h"] == 0
+    assert st["url"] == run.site.url("/stats")
+
+
 @handles("healerctl pause scores")
 def _pause(run: Run, cmd: Command) -> None:
     r = run.run(cmd)
@@ -483,11 +496,24 @@ def _check_pytest(run: Run, cmd: Command) -> None:
     assert Path(__file__).resolve().parent == ROOT / "tests"
 
 
+def _check_install_script(run: Run, cmd: Command) -> None:
+    # tests/test_systemd_unit.py runs the script into a scratch PREFIX and DESTDIR.
+    script = (ROOT / cmd.argv[-1]).read_text()
+    assert cmd.argv[-1] == "contrib/install.sh" and 'PREFIX="${PREFIX:-/opt/healerd}"' in script
+    for part in ("contrib/systemd/healerd.service", "contrib/systemd/healerd.sysusers", "contrib/healerd.toml",
+                 "/etc/sysusers.d/healerd.conf", "systemd-sysusers", "systemctl daemon-reload"):
+        assert part in script, part
+    _check_install_unit(run, Command(["install", "contrib/systemd/healerd.service", "/x"], False, cmd.line))
+    _check_install_sysusers(run, Command(["install", "contrib/systemd/healerd.sysusers", "/x"], False, cmd.line))
+    _check_sysusers(run, cmd)
+    _check_etc_config(run, cmd)
+
+
 def _check_install_unit(run: Run, cmd: Command) -> None:
     src = ROOT / cmd.argv[-2]
     assert src == ROOT / "contrib/systemd/healerd.service" and src.is_file()
     unit = src.read_text()
-    assert "ExecStart=/usr/bin/env healerd run --config %E/healerd/healerd.toml" in unit
+    assert "ExecStart=/opt/healerd/bin/healerd run --config %E/healerd/healerd.toml" in unit
     assert re.search(r"^\[Install\]\nWantedBy=multi-user\.target$", unit, re.M)  # what `enable` needs
     assert "ExecReload=/bin/kill -HUP $MAINPID" in unit  # `systemctl reload healerd`
 
@@ -509,9 +535,11 @@ def _check_sysusers(run: Run, cmd: Command) -> None:
 
 
 def _check_etc_config(run: Run, cmd: Command) -> None:
-    # The config the README installs, with the comment's advice applied, is accepted.
+    # The config the README installs (contrib/healerd.toml), with the README's advice applied, is accepted.
     path = run.tmp / "etc-healerd.toml"
-    path.write_text('[daemon]\nsocket_group = "healerctl"\n')
+    text = (ROOT / "contrib" / "healerd.toml").read_text()
+    assert '# socket_group = "healerctl"' in text
+    path.write_text(text.replace('# socket_group = "healerctl"', 'socket_group = "healerctl"'))
     assert load_config(str(path)).daemon.socket_group == "healerctl"
 
 
@@ -531,16 +559,8 @@ NOT_RUN: dict[str, tuple[str, Callable[[Run, Command], None]]] = {
                       "installs the built wheel into a fresh venv and runs it", _check_pip_install),
     "pip install '.[test]'": ("same; this environment already has the test extra", _check_pip_install_test),
     "pytest -q": ("the whole suite, which contains this test", _check_pytest),
-    "sudo install -m 644 contrib/systemd/healerd.service /etc/systemd/system/":
-        ("root-owned system paths; tests/test_systemd_unit.py verifies the unit with systemd-analyze",
-         _check_install_unit),
-    "sudo install -m 644 contrib/systemd/healerd.sysusers /usr/lib/sysusers.d/healerd.conf":
-        ("root-owned system paths", _check_install_sysusers),
-    "sudo systemd-sysusers": ("would create a group on this machine; run as --dry-run on a scratch root instead",
-                              _check_sysusers),
-    "sudo mkdir -p /etc/healerd": ("root-owned system paths", _check_etc_config),
-    "sudo cp healerd.toml /etc/healerd/healerd.toml": ("root-owned system paths", _check_etc_config),
-    "sudo systemctl daemon-reload": ("no systemd as PID 1 here", _check_systemctl),
+    "sudo sh contrib/install.sh": ("root-owned system paths and systemd; tests/test_systemd_unit.py runs it into "
+                                   "a scratch PREFIX and DESTDIR", _check_install_script),
     "sudo systemctl enable --now healerd": ("no systemd as PID 1 here", _check_systemctl),
     "sudo usermod -aG healerctl '$USER'": ("would change this machine's users", _check_usermod),
 }

@@ -58,9 +58,9 @@ def test_crawl_delay(server, fetcher):
     rp = RobotsPolicy(fetcher)
     assert rp.cached_crawl_delay(server.url("/x"), UA) is None   # never fetches
     assert robots_hits(server) == 0
-    assert rp.crawl_delay(server.url("/x"), UA) == 2.0       # 1.5 rounded up: robotparser reads integers
+    assert rp.crawl_delay(server.url("/x"), UA) == 1.5       # fractional, as written
     assert rp.crawl_delay(server.url("/x"), "SomeCrawler") == 2.0
-    assert rp.cached_crawl_delay(server.url("/y"), UA) == 2.0
+    assert rp.cached_crawl_delay(server.url("/y"), UA) == 1.5
     assert rp.crawl_delay(server.url("/x"), "otherbot") is None
     assert robots_hits(server) == 1
 
@@ -161,3 +161,29 @@ def test_separate_cache_per_port(server, fetcher):
         assert rp.allowed(other.url("/a"), UA)
     finally:
         other.stop()
+
+
+# -- RFC 9309 cases (wildcards, end anchor, longest match, Allow on a tie, groups) ------------------
+
+RFC_CASES = [
+    ("User-agent: *\nDisallow: /*.pdf$\n", "/a/file.pdf", False),
+    ("User-agent: *\nDisallow: /*.pdf$\n", "/a/file.pdf?x=1", True),      # $ anchors the end
+    ("User-agent: *\nDisallow: /*.pdf$\n", "/a/file.pdfx", True),
+    ("User-agent: *\nDisallow: /private*/data\n", "/private-2/data/x", False),
+    ("User-agent: *\nDisallow: /private*/data\n", "/private-2/other", True),
+    ("User-agent: *\nDisallow: /shop\nAllow: /shop/open\n", "/shop/open/1", True),   # the longest match wins
+    ("User-agent: *\nAllow: /shop/open\nDisallow: /shop\n", "/shop/open/1", True),   # ... whatever the order
+    ("User-agent: *\nDisallow: /shop/open\nAllow: /shop\n", "/shop/open/1", False),
+    ("User-agent: *\nDisallow: /page\nAllow: /page\n", "/page", True),               # a tie: Allow wins
+    ("User-agent: *\nDisallow:\n", "/anything", True),                               # empty Disallow
+    ("User-agent: *\nDisallow: /\nUser-agent: healerd\nAllow: /\n", "/x", True),     # the agent's own group
+    ("user-agent: *\ndisallow: /Private\n", "/private", True),                      # paths are case-sensitive
+    ("User-agent: *\nDisallow: /a%3cd.html\n", "/a%3Cd.html", False),               # percent-encoding is normalised
+]
+
+
+@pytest.mark.parametrize("robots,path,allowed", RFC_CASES)
+def test_rfc9309_rules(server, fetcher, robots, path, allowed):
+    server.route("/robots.txt", page(robots, content_type="text/plain"))
+    rp = RobotsPolicy(fetcher)
+    assert rp.allowed(server.url(path), "healerd/1.0 (+https://example.org)") is allowed, (robots, path)

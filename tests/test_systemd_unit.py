@@ -67,14 +67,14 @@ def test_hardening_keys_present():
         assert key in keys, key
         assert value in keys[key], (key, keys[key])
     assert "@system-service" in keys["SystemCallFilter"]
-    assert any("healerd run" in v and "--config" in v for v in keys["ExecStart"])
+    assert keys["ExecStart"] == ["/opt/healerd/bin/healerd run --config %E/healerd/healerd.toml"]   # the venv
     assert keys["SupplementaryGroups"] == ["healerctl"]
     assert "g healerctl" in SYSUSERS.read_text()
 
 
 def _runnable_copy(tmp_path: Path) -> Path:
     """The unit with ExecStart pointed at this interpreter, so it names a binary that exists."""
-    text = UNIT.read_text().replace("ExecStart=/usr/bin/env healerd", f"ExecStart={sys.executable} -m healerd")
+    text = UNIT.read_text().replace("ExecStart=/opt/healerd/bin/healerd", f"ExecStart={sys.executable} -m healerd")
     assert f"ExecStart={sys.executable} -m healerd run" in text
     copy = tmp_path / "healerd.service"
     copy.write_text(text)
@@ -204,3 +204,57 @@ def test_python_runs_with_memory_deny_write_execute(tmp_path):
     r = subprocess.run([sys.executable, "-c", MDWE_CHILD], preexec_fn=refuse_wx, cwd=tmp_path,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# -- the install recipe ------------------------------------------------------------------------------
+
+def test_sysusers_path_is_one_and_the_same_everywhere():
+    readme = (ROOT / "README.md").read_text()
+    for text in (readme, UNIT.read_text(), SYSUSERS.read_text(), (ROOT / "contrib" / "install.sh").read_text()):
+        assert "/usr/lib/sysusers.d" not in text
+    assert "/etc/sysusers.d/healerd.conf" in UNIT.read_text() and "/etc/sysusers.d/healerd.conf" in SYSUSERS.read_text()
+    assert "contrib/install.sh" in readme and "venv" in readme and "PEP 668" in readme
+
+
+def test_contrib_config_has_every_key_with_its_default():
+    import dataclasses
+    import re
+
+    from healerd.config import Config, load
+
+    text = (ROOT / "contrib" / "healerd.toml").read_text()
+    assert load(str(ROOT / "contrib" / "healerd.toml")) == Config()   # the values shown are the defaults
+    sections = re.split(r"^\[(\w+)\]", text, flags=re.M)
+    by_section = {sections[i]: sections[i + 1] for i in range(1, len(sections), 2)}
+    for section in dataclasses.fields(Config):
+        body = by_section.get(section.name)
+        assert body is not None, f"[{section.name}] missing from contrib/healerd.toml"
+        for key in dataclasses.fields(section.type if isinstance(section.type, type) else
+                                      type(getattr(Config(), section.name))):
+            assert re.search(rf"^#? ?{key.name} = ", body, re.M), f"[{section.name}] {key.name} is not documented"
+
+
+def test_install_recipe_puts_a_working_venv_and_the_unit_pointing_at_it(tmp_path):
+    prefix = tmp_path / "opt" / "healerd"
+    dest = tmp_path / "root"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    env.update(PREFIX=str(prefix), DESTDIR=str(dest), PYTHON=sys.executable)
+    r = subprocess.run(["sh", str(ROOT / "contrib" / "install.sh")], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    version = subprocess.run([str(prefix / "bin" / "healerd"), "--version"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("healerd")
+    assert (prefix / "bin" / "healerctl").exists()
+    unit = (dest / "etc" / "systemd" / "system" / "healerd.service").read_text()
+    assert parse_unit(unit)["ExecStart"] == [f"{prefix}/bin/healerd run --config %E/healerd/healerd.toml"]
+    assert (dest / "etc" / "sysusers.d" / "healerd.conf").read_text() == SYSUSERS.read_text()
+    assert (dest / "etc" / "healerd" / "healerd.toml").read_text() == (ROOT / "contrib" / "healerd.toml").read_text()
+    # the installed daemon runs the installed config
+    state = tmp_path / "state"
+    check = subprocess.run([str(prefix / "bin" / "python"), "-c",
+                            "import sys; from healerd.config import load; load(sys.argv[1]); print('ok')",
+                            str(dest / "etc" / "healerd" / "healerd.toml")], capture_output=True, text=True,
+                           timeout=60, cwd=tmp_path)
+    assert check.stdout.strip() == "ok", check.stderr
+    assert not state.exists()

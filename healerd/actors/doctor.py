@@ -17,7 +17,7 @@ import time
 import traceback
 
 
-from healerd import errors
+from healerd import breakers, errors
 from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
@@ -29,7 +29,7 @@ from healerd.config import Config
 from healerd.diagnosis import DiagnosisContext
 from healerd.fetch import FetchError
 from healerd.healing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
-                             relocation_candidates, route)
+                             relocation_candidates, resembles_last_good, route)
 from healerd.htmldiff import diff_signature, structural_diff, template_signature
 from healerd.ledger import HALT_KEY
 from healerd.sanitize import mask_text
@@ -131,10 +131,15 @@ class Doctor(ServiceActor):
             reason = json.loads(halt).get("reason", "systemic halt")
             return self._decline(task, f"healing is halted everywhere (SYSTEMIC_HALT: {reason}); "
                                        f"`healerctl resume-healing` to resume", release_for=30.0)
-        budget = 1 if src["retry_only"] else self.config.doctor.max_fix_attempts
-        used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, after=src["attempts_since"])
-        if used >= budget:
-            return self._decline(task, f"the attempt budget is spent ({used}/{budget} in the window)")
+        if not breakers.has_good_past(src["success_count"]):
+            # No scrape ever passed: nothing to heal or relocate towards, and no attempt is spent.
+            return self._decline(task, f"{name} was {breakers.NEVER_SCRAPED}")
+        budget = breakers.attempt_budget(self.config.doctor.max_fix_attempts, src["retry_only"])
+        failed = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window,
+                                          after=src["attempts_since"], outcomes=breakers.FAILED_OUTCOMES)
+        if breakers.budget_spent(failed, budget):
+            return self._decline(task, f"the attempt budget is spent: {failed} of {budget} failed attempts "
+                                       f"allowed in the window")
 
         ctx, page_error = self.diagnose(name, src)
         if ctx is None:
@@ -203,7 +208,10 @@ class Doctor(ServiceActor):
                             deployed_to="STAGING" if final == "staged" else "FAILED",
                             version=(outcome or {}).get("version"), fingerprint=fingerprint, duration_ms=duration_ms,
                             deferred_report=report)
-        self.registry.write("set_deferred_report", name, report) if final != "promoted" else None
+        if final == "staged":
+            # A person is needed now (to approve). A rejected attempt gets its report only when it
+            # spends the budget (record_fix stores it with the quarantine): until then healing goes on.
+            self.registry.write("set_deferred_report", name, report)
         self.registry.write("complete_task", task.task_id, {"outcome": final})
         log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=%s reason=%s",
                     name, strategy, duration_ms, final, reason)
@@ -541,6 +549,10 @@ class Doctor(ServiceActor):
                 continue
             result = validate(ex, ctx.blueprint, last_good=ctx.last_good_records, html=page.text, status=page.status)
             if not result.passed:
+                continue
+            alike, why = resembles_last_good(ex.data, ctx.last_good_records)
+            if not alike:
+                tried.append(f"relocate: {url}: not like the last good records ({why})")
                 continue
             candidate = ctx.blueprint.with_url(url)
             res = self._deploy(name, candidate, "builtin", f"the page moved to {url}")

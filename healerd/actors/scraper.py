@@ -14,6 +14,7 @@ from functools import lru_cache
 
 
 from healerd import errors
+from healerd.classify import not_html_reason
 from healerd.actors.base import ServiceActor
 from healerd.actors.messages import ExtractedPage, ScrapeJob
 from healerd.actors.registry import ActorRegistry
@@ -81,6 +82,10 @@ class Scraper(ServiceActor):
         if res.not_modified:
             return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
                                  not_modified=True, etag=res.etag, last_modified=res.last_modified)
+        binary = not_html_reason(res.body, res.headers.get("content-type"))
+        if binary:
+            return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
+                                 error_type=errors.NOT_HTML, error=binary)
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=res.status, html=res.text,
                              page_sha=hashlib.sha256(res.body).hexdigest(), etag=res.etag,
                              last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)

@@ -22,6 +22,7 @@ from healerd.control.protocol import ControlError
 from healerd.timeutil import ago, parse_iso
 
 DEFAULT_TIMEOUT = 30.0
+DIFF_LINES_SHOWN = 200   # `healerctl diff` without --full: a 5 MB page must not flood the terminal
 RUN_TIMEOUT = 900.0      # a scrape: fetch timeouts, retries, rate limits
 HEAL_TIMEOUT = 1800.0    # the whole healing ladder, an external healer's cycles included
 FOLLOW_INTERVAL = 0.5
@@ -32,6 +33,21 @@ STATES = ("ACTIVE", "DEGRADED", "QUARANTINED", "DEAD")
 
 
 # -- errors -------------------------------------------------------------------------------
+
+
+class VersionNumber(click.ParamType):
+    """A parser version: a whole number from 1, said in words when it is not one."""
+
+    name = "VERSION"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"the version must be a number like 3, not {text!r} (`healerctl history NAME` lists them)",
+                  param, ctx)
 
 
 class CtlError(click.ClickException):
@@ -210,7 +226,9 @@ def ping(ctx: click.Context, socket_path: str | None) -> None:
     Prints the daemon's version, pid and start time; exits 3 when it cannot be reached.
     """
     r = _call(ctx, socket_path, "ping")
-    click.echo(f"healerd {r.get('version')} (pid {r.get('pid')}) up since {_when(r.get('started_at'))}")
+    started = _ts(r.get("started_at"))
+    up = f"up for {_duration(max(0.0, time.time() - started))}" if started is not None else "up"
+    click.echo(f"healerd {r.get('version')} (pid {r.get('pid')}) {up}, since {r.get('started_at') or '-'}")
 
 
 # -- sources ------------------------------------------------------------------------------
@@ -262,6 +280,59 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
                f"state {_state(r.get('state'))}{next_run}")
 
 
+def _scrape_line(r: dict, name: str) -> tuple[str, bool]:
+    """One line for a scrape's outcome, and whether it passed."""
+    took = f"{float(r.get('duration_ms') or 0):.0f} ms"
+    version = r.get("version")
+    ver = f"version {version}" if version is not None else "no version"
+    if r.get("ok"):
+        if r.get("not_modified"):
+            return f"{r.get('name', name)}: ok, page not modified ({ver}, {took}); state {_state(r.get('state'))}", True
+        items = r.get("item_count")
+        what = f"{r.get('records', 0)} record(s)" + (f", {items} item(s)" if items is not None else "")
+        return f"{r.get('name', name)}: ok, {what} ({ver}, {took}); state {_state(r.get('state'))}", True
+    etype = r.get("error_type") or "error"
+    return (f"{r.get('name', name)}: failed, {etype}: {_one_line(r.get('error'))} ({took}); "
+            f"state {_state(r.get('state'))}"), False
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--blueprint", "blueprint_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False), help="The new blueprint: TOML, or the same structure in JSON.")
+@click.option("--url", default=None, metavar="URL", help="The page to scrape (overrides the blueprint's url; "
+                                                         "without either the source keeps its url).")
+@json_option
+@socket_option
+@click.pass_context
+def update(ctx, name, blueprint_file, url, as_json, socket_path):
+    """Replace a source's blueprint.
+
+    Checked like `add`; promoted as a new `human` parser version (`history` shows it,
+    `rollback` can go back); the fix-attempt budget is reset (a quarantined source is
+    back to DEGRADED); the source is scraped once and the outcome printed. Exits 1 when
+    that scrape fails. A source from the sources directory is changed by editing its file.
+    """
+    try:
+        bp = load_file(blueprint_file, url=url, require_url=False)
+    except BlueprintError as exc:
+        raise CtlError(f"invalid blueprint {blueprint_file}: {exc}") from None
+    args: dict[str, Any] = {"name": name, "blueprint": bp.to_dict()}
+    if url:
+        args["url"] = url
+    r = _call(ctx, socket_path, "update", args, timeout=RUN_TIMEOUT)
+    scrape = r.get("scrape") or {}
+    if as_json:
+        _print_json(r)
+        ctx.exit(0 if scrape.get("ok") else 1)
+    click.echo(f"updated {name}: blueprint promoted as version {r.get('version')} (human); "
+               f"fix-attempt budget reset")
+    line, ok = _scrape_line(scrape, name)
+    click.echo(line)
+    if not ok:
+        ctx.exit(1)
+
+
 @cli.command()
 @click.argument("name")
 @socket_option
@@ -269,7 +340,9 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
 def remove(ctx, name, socket_path):
     """Unregister a source.
 
-    Its schedule stops; the daemon decides what happens to its stored records and history.
+    Its schedule stops and its records, versions and fix history are deleted (adding it
+    again starts clean). A source from the sources directory is refused: delete its file
+    and reload.
     """
     r = _call(ctx, socket_path, "remove", {"name": name})
     click.echo(f"removed {r.get('removed', name)}")
@@ -398,8 +471,14 @@ def _print_detail(s: dict) -> None:
     report = s.get("deferred_report")
     if report:
         click.echo("")
-        click.echo(_style("deferred report (healing gave up; a person is needed)", "yellow"))
-        _print_mapping(report)
+        if state == "QUARANTINED":
+            title = "deferred report (healing gave up; a person is needed)"
+        elif report.get("reason"):
+            title = f"a person is needed: {report['reason']}"
+        else:
+            title = "report of the last fix attempt"
+        click.echo(_style(title, "yellow"))
+        _print_mapping({k: v for k, v in report.items() if k != "reason" or state == "QUARANTINED"})
 
     events = s.get("events") or []
     click.echo("")
@@ -459,13 +538,15 @@ def run(ctx, name, no_wait, as_json, socket_path):
     """Scrape a source now.
 
     By default waits for the outcome and prints it (records stored, or the error and
-    the new state); with --no-wait it only queues the scrape.
+    the new state) and exits 1 when the scrape failed (fetch or validation); with
+    --no-wait it only queues the scrape.
     """
     r = _call(ctx, socket_path, "run", {"name": name, "wait": not no_wait},
               timeout=DEFAULT_TIMEOUT if no_wait else RUN_TIMEOUT)
+    failed = not no_wait and not r.get("queued") and not r.get("ok")
     if as_json:
         _print_json(r)
-        return
+        ctx.exit(1 if failed else 0)
     if no_wait or r.get("queued"):
         click.echo(f"{name}: queued")
         return
@@ -483,6 +564,7 @@ def run(ctx, name, no_wait, as_json, socket_path):
         etype = r.get("error_type") or "error"
         click.echo(f"{r.get('name', name)}: failed, {etype}: {_one_line(r.get('error'))} ({took}); "
                    f"state {_state(r.get('state'))}")
+        ctx.exit(1)
 
 
 @cli.command()
@@ -494,12 +576,14 @@ def heal(ctx, name, as_json, socket_path):
     """Run the Doctor on a source now.
 
     It runs even if the last scrape passed validation. Prints what happened: a repaired version promoted, staged for approval, rejected,
-    declined, or the source quarantined.
+    declined, or the source quarantined. Exits 0 only when a fix was promoted (the state
+    shown is the one after the scrape with the promoted version); otherwise 1.
     """
     r = _call(ctx, socket_path, "heal", {"name": name}, timeout=HEAL_TIMEOUT)
+    promoted = r.get("outcome") == "promoted"
     if as_json:
         _print_json(r)
-        return
+        ctx.exit(0 if promoted else 1)
     outcome = str(r.get("outcome") or "-")
     colour = {"promoted": "green", "staged": "cyan", "unchanged": None, "declined": "yellow",
               "rejected": "yellow", "error": "red", "quarantined": "magenta"}.get(outcome)
@@ -511,6 +595,10 @@ def heal(ctx, name, as_json, socket_path):
     click.echo(f"{r.get('name', name)}: {' '.join(bits)}; state {_state(r.get('state'))}")
     if r.get("reason"):
         click.echo(f"  {_one_line(r['reason'])}")
+    if outcome == "staged" and r.get("version") is not None:
+        click.echo(f"  waits for a person: review it, then `healerctl approve {r.get('name', name)} {r['version']}`")
+    if not promoted:
+        ctx.exit(1)
 
 
 @cli.command()
@@ -585,7 +673,13 @@ def diff(ctx, name, socket_path):
         click.echo(f"{name} is not failing now; the diff its last fix attempt ({r['fix_at']}) worked from:")
     else:
         click.echo(f"last good page: {good or '-'}; current page: {cur or '-'}")
-    for line in text.splitlines():
+    lines = text.splitlines()
+    hidden = 0
+    if len(lines) > DIFF_LINES_SHOWN:
+        hidden = len(lines) - DIFF_LINES_SHOWN
+        lines = lines[:DIFF_LINES_SHOWN]
+    for line in lines:
+        line = line if len(line) <= 400 else line[:400] + " …"
         if line.startswith(("+++", "---")):
             click.echo(_style(line, None, bold=True))
         elif line.startswith("+"):
@@ -596,11 +690,13 @@ def diff(ctx, name, socket_path):
             click.echo(_style(line, "cyan"))
         else:
             click.echo(line)
+    if hidden:
+        click.echo(f"… {hidden} more line(s) not shown")
 
 
 @cli.command()
 @click.argument("name")
-@click.option("--to", "to_version", type=click.IntRange(min=1), default=None, metavar="VERSION",
+@click.option("--to", "to_version", type=VersionNumber(), default=None, metavar="VERSION",
               help="The archived version to re-promote (default: the one before the current).")
 @socket_option
 @click.pass_context
@@ -619,7 +715,7 @@ def rollback(ctx, name, to_version, socket_path):
 
 @cli.command()
 @click.argument("name")
-@click.argument("version", type=click.IntRange(min=1))
+@click.argument("version", type=VersionNumber())
 @socket_option
 @click.pass_context
 def approve(ctx, name, version, socket_path):
@@ -668,7 +764,7 @@ def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header: one row per item.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="How many records (scrapes) to show.")
+              help="How many records to show (items of a listing count one each).")
 @socket_option
 @click.pass_context
 def records(ctx, name, as_json, as_csv, limit, socket_path):
@@ -696,6 +792,8 @@ def records(ctx, name, as_json, as_csv, limit, socket_path):
         return
     shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
     _table([h.upper() for h in header], shown)
+    if len(rows) >= limit:
+        click.echo(f"… the newest {limit} record(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
 
 
 # -- alerts -------------------------------------------------------------------------------
@@ -790,11 +888,18 @@ def _names(values: Any) -> str:
 def reload(ctx, socket_path):
     """Re-read the config and sources directory.
 
-    The same as sending SIGHUP to the daemon. Prints which sources were added, changed and removed.
+    The same as sending SIGHUP to the daemon. Prints which sources were added, changed and
+    removed, and each file (or the config) that could not be loaded with the reason; exits 1
+    when anything could not be loaded (a missing sources directory included).
     """
     r = _call(ctx, socket_path, "reload")
     click.echo(f"reloaded: added {_names(r.get('added'))}; changed {_names(r.get('changed'))}; "
                f"removed {_names(r.get('removed'))}")
+    errors = r.get("errors") or {}
+    for where, why in sorted(errors.items()):
+        click.echo(f"healerctl: not loaded: {where}: {_one_line(why)}", err=True)
+    if errors:
+        ctx.exit(1)
 
 
 @cli.command("resume-healing")

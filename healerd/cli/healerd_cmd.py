@@ -36,7 +36,7 @@ def run(config_path, state_dir, socket_path, log_dir):
     """
     from healerd import logsetup
     from healerd.config import ConfigError, load
-    from healerd.daemon import Daemon, resolve_paths
+    from healerd.daemon import Daemon, StateDirInUse, resolve_paths
 
     try:
         config = load(config_path)
@@ -47,6 +47,9 @@ def run(config_path, state_dir, socket_path, log_dir):
     state, sock, logs = resolve_paths(state_dir, socket_path, log_dir)
     try:
         code = Daemon(config, state, sock, logs, config_path).run()
+    except StateDirInUse as exc:
+        click.echo(f"healerd: {exc}", err=True)
+        sys.exit(1)
     except Exception as exc:  # a clear line for systemd's journal, then a non-zero exit for Restart=
         click.echo(f"healerd: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)

@@ -100,8 +100,8 @@ def story(n: Narrator, site: DemoSite) -> None:
 
     n.step(2, "healerd scrapes them on schedule and validates every result.")
     for name in BLUEPRINTS:
-        n.wait(f"{name} to scrape", lambda name=name: n.call("records", name=name, limit=1))
-        n.say(f"   {name:9s} " + _records_line(n.call("records", name=name, limit=1)[0]))
+        n.wait(f"{name} to scrape", lambda name=name: n.call("records", name=name, limit=1000))
+        n.say(f"   {name:9s} " + _records_line(n.call("records", name=name, limit=1000)[0]))
 
     n.step(3, "The shop is redesigned: new class names, a wrapper around every product card.")
     site.set_layout("/products", 2)
@@ -137,11 +137,11 @@ def story(n: Narrator, site: DemoSite) -> None:
     for fname, f in fields.items():
         n.say(f"     {fname:8s} = {f['css']}")
     def healed_records():
-        r = n.call("records", name="products", limit=1)
+        r = n.call("records", name="products", limit=1000)
         return r if r and r[0]["version"] == st["version"] else None
 
     n.wait("records from the healed parser", healed_records)
-    n.say("   records flow again: " + _records_line(n.call("records", name="products", limit=1)[0]))
+    n.say("   records flow again: " + _records_line(n.call("records", name="products", limit=1000)[0]))
 
     n.step(5, "The stats page drops its score column: that data is really gone.")
     site.set_layout("/stats", 2)
@@ -160,7 +160,7 @@ def story(n: Narrator, site: DemoSite) -> None:
         n.say(f"     option: {opt}")
 
     n.step(6, "Meanwhile the article never broke.")
-    n.say("   article   " + _records_line(n.call("records", name="article", limit=1)[0]))
+    n.say("   article   " + _records_line(n.call("records", name="article", limit=1000)[0]))
     n.show_alerts()
     summary = n.call("status")["summary"]
     n.say()

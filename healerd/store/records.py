@@ -30,5 +30,26 @@ def latest(conn: apsw.Connection, name: str, limit: int = 20) -> list[dict]:
     ]
 
 
+def newest(conn: apsw.Connection, name: str, limit: int = 20) -> list[dict]:
+    """The newest `limit` records, newest first: a listing's items count one each (a scrape's list is
+    cut to what is left of the limit), in the same shape as `latest`."""
+    out: list[dict] = []
+    left = limit
+    for r in rows(conn, "SELECT scraped_at, version, data FROM records WHERE source_name = ? ORDER BY id DESC",
+                  (name,)):
+        data = json.loads(r["data"])
+        if isinstance(data, list):
+            if not data:
+                continue
+            data = data[:left]
+            left -= len(data)
+        else:
+            left -= 1
+        out.append({"scraped_at": iso(r["scraped_at"]), "version": r["version"], "data": data})
+        if left <= 0:
+            break
+    return out
+
+
 def count(conn: apsw.Connection, name: str) -> int:
     return rows(conn, "SELECT count(*) AS n FROM records WHERE source_name = ?", (name,))[0]["n"]

@@ -61,8 +61,9 @@ def add(conn: apsw.Connection, name: str, bp: Blueprint, *, origin: str = "cli",
 def remove(conn: apsw.Connection, name: str) -> None:
     with conn:
         get(conn, name)
+        # Its fix history goes too: a source added again under the same name starts clean.
         for table, col in (("records", "source_name"), ("snapshots", "source_name"), ("parser_versions", "source_name"),
-                           ("source_health", "source_name")):
+                           ("fix_history", "source_name"), ("source_health", "source_name")):
             conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (name,))
         conn.execute("DELETE FROM task_queue WHERE target = ? AND state IN ('PENDING','IN_PROGRESS')", (name,))
         conn.execute("DELETE FROM sources WHERE name = ?", (name,))
@@ -225,8 +226,24 @@ def status_one(conn: apsw.Connection, name: str, now: float | None = None) -> di
 def events(conn: apsw.Connection, name: str, limit: int = 50) -> list[dict]:
     return [
         {"from": r["from_state"], "to": r["to_state"], "trigger": r["trigger"], "reason": r["reason"], "at": iso(r["at"])}
-        for r in rows(conn, "SELECT * FROM source_events WHERE source_name = ? ORDER BY id DESC LIMIT ?", (name, limit))
-    ]
+        for r in rows(conn, "SELECT * FROM source_events WHERE source_name = ? AND id >= COALESCE((SELECT max(id) "
+                            "FROM source_events WHERE source_name = ? AND trigger = 'register'), 0) "
+                            "ORDER BY id DESC LIMIT ?", (name, name, limit))
+    ]   # since the newest registration: a source removed and added again starts a clean history
+
+
+def audit(conn: apsw.Connection, name: str, trigger: str, reason: str, at: float) -> None:
+    """An audit row for an act that leaves the lifecycle state as it is (update, rollback)."""
+    state = row(conn, "SELECT state FROM source_health WHERE source_name = ?", (name,))["state"]
+    conn.execute("INSERT INTO source_events (source_name, from_state, to_state, trigger, reason, at) "
+                 "VALUES (?, ?, ?, ?, ?, ?)", (name, state, state, trigger, reason, at))
+
+
+def audit_entries(conn: apsw.Connection, name: str, triggers: tuple[str, ...]) -> list[dict]:
+    """The audit rows of `triggers` since the newest registration, oldest first."""
+    return rows(conn, f"SELECT * FROM source_events WHERE source_name = ? AND trigger IN "
+                      f"({','.join('?' * len(triggers))}) AND id >= COALESCE((SELECT max(id) FROM source_events "
+                      f"WHERE source_name = ? AND trigger = 'register'), 0) ORDER BY id", (name, *triggers, name))
 
 
 def set_health(conn: apsw.Connection, name: str, **values) -> None:
