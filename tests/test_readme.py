@@ -477,6 +477,24 @@ def _check_pip_install_test(run: Run, cmd: Command) -> None:
     assert importlib.util.find_spec("build") is not None  # the extra is what this environment runs on
 
 
+def _check_pip_install_browser(run: Run, cmd: Command) -> None:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = meta["project"]["optional-dependencies"]
+    names = {name: {re.split(r"[<>=!~ ;]", d, 1)[0] for d in extras[name]} for name in ("browser", "test")}
+    assert "playwright" in names["browser"], names
+    assert names["browser"] <= names["test"], names   # the tests run the browser, in CI too
+    import importlib.util
+
+    assert importlib.util.find_spec("playwright") is not None
+
+
+def _check_apt_chromium(run: Run, cmd: Command) -> None:
+    from healerd.browser import find_executable
+
+    assert cmd.argv[-1] == "chromium"
+    assert find_executable("") is not None   # what the daemon looks for on PATH is installed here
+
+
 def _check_pytest(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert meta["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
@@ -531,6 +549,9 @@ NOT_RUN: dict[str, tuple[str, Callable[[Run, Command], None]]] = {
                       "installs the built wheel into a fresh venv and runs it", _check_pip_install),
     "pip install '.[test]'": ("same; this environment already has the test extra", _check_pip_install_test),
     "pytest -q": ("the whole suite, which contains this test", _check_pytest),
+    "pip install 'healerd[browser]'": ("would install into the interpreter every test shares; the test extra "
+                                       "includes the browser extra", _check_pip_install_browser),
+    "sudo apt-get install chromium": ("would change this machine's packages", _check_apt_chromium),
     "sudo install -m 644 contrib/systemd/healerd.service /etc/systemd/system/":
         ("root-owned system paths; tests/test_systemd_unit.py verifies the unit with systemd-analyze",
          _check_install_unit),
