@@ -16,7 +16,7 @@ robots check, politeness and scheduling around it are the HTTP ones.
 - a worker that dies (or whose browser dies) fails the fetches in flight with one clear
   error; the next fetch works again;
 - after `recycle_after` pages, or when the worker's process tree (Playwright's driver,
-  Chromium and its renderers) grows above `max_rss_mb`, the worker is retired: new
+  Chromium and its renderers; looked at every 10 s) grows above `max_memory_mb`, the worker is retired: new
   fetches go to a new worker, the old one ends when its last page is done.
 
 Nothing the browser says is passed on as text: error messages are built here from an
@@ -48,6 +48,7 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 INSTALL_HINT = "pip install 'healerd[browser]' and apt-get install chromium"
 NOT_BLOCKS = (404, 410, 429)
 CLOSE_GRACE_S = 5.0
+MEMORY_CHECK_S = 10.0   # reading every process's smaps costs milliseconds: not after every page
 
 _DNS = ("ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED")
 _TIMEOUTS = ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT")
@@ -172,14 +173,14 @@ class _Call:
 class _WorkerHandle:
     """One worker process, its pipe, and the fetches waiting for its answers."""
 
-    def __init__(self, executable: str, launch_timeout: float):
+    def __init__(self, executable: str, launch_timeout: float, max_pages: int):
         # A plain subprocess (not multiprocessing's spawn, which re-runs the caller's __main__)
         # speaking multiprocessing's Connection framing over a socketpair.
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "healerd.browser_worker", str(theirs.fileno()), executable,
-                 repr(float(launch_timeout))],
+                 repr(float(launch_timeout)), str(int(max_pages))],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             theirs.close()
@@ -187,6 +188,7 @@ class _WorkerHandle:
         self.pending: dict[int, _Call] = {}
         self.lock = threading.Lock()
         self.served = 0
+        self.memory_checked = time.monotonic()
         self.retiring = False
         self.dead = False
         self.reader = threading.Thread(target=self._read, name="healerd-browser-reader", daemon=True)
@@ -245,16 +247,18 @@ class _WorkerHandle:
             call.done.set()
         self.kill()
 
-    def rss_bytes(self) -> int:
-        """Resident memory of the worker and everything under it (driver, Chromium, renderers)."""
+    def memory_bytes(self) -> int:
+        """Memory of the worker and everything under it (driver, Chromium, renderers), shared pages
+        counted once (the sum of PSS; Chromium's processes share much, so summing RSS would double it)."""
         try:
             import psutil
 
-            proc = psutil.Process(self.pid)
-            total = proc.memory_info().rss
-            for child in proc.children(recursive=True):
+            root = psutil.Process(self.pid)
+            total = 0
+            for proc in [root] + root.children(recursive=True):
                 try:
-                    total += child.memory_info().rss
+                    info = proc.memory_full_info()
+                    total += getattr(info, "pss", info.rss)
                 except psutil.Error:
                     pass
             return total
@@ -332,7 +336,8 @@ class BrowserPool:
                 problem = unavailable(self.section)
                 if problem:
                     raise FetchError(errors.NETWORK, problem, url="")
-                w = self._worker = _WorkerHandle(find_executable(self.section.executable), self.section.launch_timeout)
+                w = self._worker = _WorkerHandle(find_executable(self.section.executable), self.section.launch_timeout,
+                                                  self.section.max_pages)
                 log.info("browser worker started (pid %s)", w.pid)
             return w
 
@@ -383,10 +388,11 @@ class BrowserPool:
         why = None
         if worker.served >= self.section.recycle_after:
             why = f"after {worker.served} pages"
-        else:
-            rss = worker.rss_bytes()
-            if rss > self.section.max_rss_mb * 1_048_576:
-                why = f"its processes use {rss / 1_048_576:.0f} MB (max_rss_mb {self.section.max_rss_mb})"
+        elif time.monotonic() - worker.memory_checked >= MEMORY_CHECK_S:
+            worker.memory_checked = time.monotonic()
+            used = worker.memory_bytes()
+            if used > self.section.max_memory_mb * 1_048_576:
+                why = f"its processes use {used / 1_048_576:.0f} MB (max_memory_mb {self.section.max_memory_mb})"
         if why:
             log.info("browser worker (pid %s) recycled %s", worker.pid, why)
             self._drop(worker)

@@ -1,7 +1,7 @@
 """The browser worker: a separate process that owns Playwright and one Chromium.
 
 Started by `healerd.browser.BrowserPool` as `python -m healerd.browser_worker FD
-EXECUTABLE LAUNCH_TIMEOUT`, FD being its end of a socketpair (multiprocessing's
+EXECUTABLE LAUNCH_TIMEOUT MAX_PAGES`, FD being its end of a socketpair (multiprocessing's
 Connection framing). It reads requests `{"op": "fetch", "id", "url", "headers", "cookies", "wait_for",
 "timeout", "max_bytes", "user_agent", "block"}` and answers each with
 `{"id", "ok": True, "status", "final_url", "headers", "html", "permanent_redirect"}` or
@@ -11,8 +11,11 @@ is Chromium's `net::ERR_…` name when there is one. No message text from the br
 sent back (it may hold a URL with credentials); `healerd.browser.error_for` turns the
 answer into an error class and a masked one-line message.
 
-Pages render concurrently (one asyncio task each, one fresh browser context per fetch:
-no cookie or cache survives between sources). When Chromium dies, the fetches in flight
+Pages render concurrently (one asyncio task each), each in a browser context of its
+own. A context is reused (a new one costs a renderer start: about 3x the CPU of the
+page itself), but between two fetches it is cleaned: blank page, no cookie, no storage
+of the origins visited; the HTTP cache is off (request routing disables it); after
+SLOT_USES fetches it is replaced. When Chromium dies, the fetches in flight
 fail with `crash` and the next fetch launches a new one. EOF on the pipe or
 `{"op": "close"}` closes the browser and ends the process.
 """
@@ -27,9 +30,18 @@ from urllib.parse import urlsplit
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
+SLOT_USES = 100   # fetches one browser context serves (cleaned in between) before a fresh one
 _NET_CODE = re.compile(r"net::(ERR_[A-Z_]+)")
 _CLOSED = ("has been closed", "Target closed", "Browser closed", "browser has disconnected",
            "Target crashed", "Page crashed", "Connection closed")
+
+
+def _origin(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.scheme in ("http", "https") else ""
 
 
 def _host(url: str) -> str:
@@ -45,9 +57,24 @@ class _Failed(Exception):
         self.kind, self.code, self.status = kind, code, status
 
 
+class _Slot:
+    """A browser context with one page, serving one fetch at a time (cleaned between fetches)."""
+
+    def __init__(self, browser, user_agent: str, context, page, cdp):
+        self.browser, self.user_agent, self.context, self.page, self.cdp = browser, user_agent, context, page, cdp
+        self.host, self.headers, self.block = "", {}, set()
+        self.origins: set[str] = set()
+        self.uses = 0
+
+
 class Worker:
-    def __init__(self, conn, executable: str, launch_timeout: float):
+    def __init__(self, conn, executable: str, launch_timeout: float, max_pages: int = 2):
         self.conn = conn
+        self.max_pages = max_pages
+        self._ready: list[_Slot] = []        # cleaned contexts waiting for the next fetches
+        self._background: set[asyncio.Task] = set()
+        self._releasing = 0                  # slots being cleaned right now
+        self._slot_changed = asyncio.Condition()
         self.executable = executable
         self.launch_timeout = launch_timeout
         self.pw = None
@@ -76,14 +103,14 @@ class Worker:
         url = req["url"]
         timeout_ms = max(1.0, float(req["timeout"]) * 1000.0)
         browser = await self._browser()
-        context = None
+        slot = None
         try:
-            context = await browser.new_context(user_agent=req["user_agent"], service_workers="block")
+            slot = await self._take(browser, req["user_agent"])
+            slot.host, slot.headers, slot.block = _host(url), req.get("headers") or {}, set(req.get("block") or ())
             cookies = req.get("cookies") or {}
             if cookies:
-                await context.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
-            page = await context.new_page()
-            await page.route("**/*", self._router(_host(url), req.get("headers") or {}, set(req.get("block") or ())))
+                await slot.context.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
+            page = slot.page
             try:
                 resp = await page.goto(url, wait_until="load", timeout=timeout_ms)
             except Exception as exc:
@@ -111,22 +138,83 @@ class Worker:
         except Exception as exc:
             raise self._classify(exc, "other") from None
         finally:
-            if context is not None:
-                try:
-                    await context.close()
-                except Exception:
-                    pass
+            if slot is not None:
+                # Cleaned up for the next fetch once this answer is on its way.
+                slot.origins.update({_origin(url), _origin(slot.page.url)})
+                asyncio.get_running_loop().call_soon(self._spawn, self._release(slot))
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _new_slot(self, browser, user_agent: str) -> "_Slot":
+        context = await browser.new_context(user_agent=user_agent, service_workers="block")
+        try:
+            page = await context.new_page()
+            slot = _Slot(browser, user_agent, context, page, await context.new_cdp_session(page))
+            await page.route("**/*", self._router(slot))   # routing also turns the HTTP cache off
+        except BaseException:
+            await context.close()
+            raise
+        return slot
+
+    async def _take(self, browser, user_agent: str) -> "_Slot":
+        async with self._slot_changed:
+            # A slot being cleaned is ready in milliseconds; a new one costs a renderer start.
+            await self._slot_changed.wait_for(lambda: self._ready or not self._releasing)
+        while self._ready:
+            slot = self._ready.pop()
+            if slot.browser is browser and browser.is_connected() and slot.user_agent == user_agent \
+                    and not slot.page.is_closed():
+                return slot
+            self._spawn(self._close(slot))
+        return await self._new_slot(browser, user_agent)
+
+    async def _release(self, slot: "_Slot") -> None:
+        """Make the slot ready for the next fetch with nothing of this one left: the page is
+        blank, every cookie is gone, and so is all storage of the origins it visited (local
+        storage, IndexedDB, cache storage, service workers). A slot used SLOT_USES times, or
+        one that cannot be cleaned, is closed instead."""
+        slot.uses += 1
+        self._releasing += 1
+        try:
+            await slot.page.goto("about:blank")
+            await slot.context.clear_cookies()
+            for origin in slot.origins - {""}:
+                await slot.cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+            slot.origins.clear()
+            slot.host, slot.headers = "", {}
+            if slot.uses < SLOT_USES and slot.browser is self.browser and self.browser.is_connected() \
+                    and len(self._ready) < self.max_pages:
+                self._ready.append(slot)
+                slot = None
+        except Exception:
+            pass
+        finally:
+            self._releasing -= 1
+            async with self._slot_changed:
+                self._slot_changed.notify_all()
+        if slot is not None:
+            await self._close(slot)
 
     @staticmethod
-    def _router(page_host: str, headers: dict, block: set):
+    async def _close(slot: "_Slot") -> None:
+        try:
+            await slot.context.close()
+        except Exception:
+            pass
+
+    @staticmethod
+    def _router(slot: "_Slot"):
         async def route(r):
             try:
                 request = r.request
-                if request.resource_type in block:
+                if request.resource_type in slot.block:
                     await r.abort("blockedbyclient")
-                elif headers and _host(request.url) == page_host:
+                elif slot.headers and _host(request.url) == slot.host:
                     # The blueprint's headers go to the page's own host only, never to a third party.
-                    await r.continue_(headers={**request.headers, **headers})
+                    await r.continue_(headers={**request.headers, **slot.headers})
                 else:
                     await r.continue_()
             except Exception:
@@ -204,13 +292,13 @@ class Worker:
             pass
 
 
-def main(conn, executable: str, launch_timeout: float) -> None:
+def main(conn, executable: str, launch_timeout: float, max_pages: int) -> None:
     """The worker process's entry point."""
-    asyncio.run(Worker(conn, executable, launch_timeout).serve())
+    asyncio.run(Worker(conn, executable, launch_timeout, max_pages).serve())
 
 
 if __name__ == "__main__":
     import sys
     from multiprocessing.connection import Connection
 
-    main(Connection(int(sys.argv[1])), sys.argv[2], float(sys.argv[3]))
+    main(Connection(int(sys.argv[1])), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]))

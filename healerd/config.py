@@ -83,7 +83,7 @@ class BrowserSection:
     max_pages: int = 2                    # pages rendered at once (one browser, in its own process)
     block: tuple[str, ...] = ("image", "font", "media")   # resource types never loaded
     recycle_after: int = 500              # pages rendered before the browser process is replaced
-    max_rss_mb: int = 1024                # the browser's processes above this resident size: replaced
+    max_memory_mb: int = 1024             # the browser's processes above this (PSS, MB): replaced
     launch_timeout: float = 30.0          # starting the browser
 
 
@@ -209,8 +209,8 @@ def _check_browser(b: BrowserSection) -> None:
         raise ConfigError("[browser] max_pages: at least 1")
     if b.recycle_after < 1:
         raise ConfigError("[browser] recycle_after: at least 1")
-    if b.max_rss_mb < 64:
-        raise ConfigError("[browser] max_rss_mb: at least 64")
+    if b.max_memory_mb < 64:
+        raise ConfigError("[browser] max_memory_mb: at least 64")
     if b.launch_timeout <= 0:
         raise ConfigError("[browser] launch_timeout: must be greater than zero")
     bad = [t for t in b.block if t not in BROWSER_RESOURCE_TYPES]

@@ -113,6 +113,23 @@ def test_headers_and_cookies_stay_on_the_pages_host(pool, site):
         other.server_close()
 
 
+def test_nothing_of_one_fetch_reaches_the_next(pool, server):
+    # One source's page sets a cookie and stores a token; another source's fetch of the same
+    # site must see neither (the browser context is reused, cleaned in between).
+    from httpfixture import page
+
+    server.route("/login", page('<html><body><p id="x">in</p><script>localStorage.setItem("tok", "s3cr3t");'
+                                '</script></body></html>', headers={"Set-Cookie": "session=abc123; Path=/"}))
+    server.route("/look", page('<html><body><p id="x"></p><script>document.getElementById("x").className = '
+                               '"tok-" + (localStorage.getItem("tok") || "none");</script></body></html>'))
+    for _ in range(3):   # whichever context serves the next fetch
+        pool.fetch(server.url("/login"), wait_for="#x")
+        res = pool.fetch(server.url("/look"), wait_for="#x")
+        assert 'class="tok-none"' in res.text
+    looks = server.seen("/look")
+    assert len(looks) == 3 and all("abc123" not in h.get("cookie", "") for h in looks)
+
+
 def test_a_script_that_never_renders_times_out(pool, site):
     site.page("/never", js_listing(render=False))
     with pytest.raises(FetchError) as err:
