@@ -232,7 +232,12 @@ def test_daemon_scrapes_and_heals_a_script_rendered_page(site, daemon_factory, t
 
 def test_add_refuses_a_browser_source_when_no_browser_is_installed(site, daemon_factory, tmp_path):
     env = {"PATH": os.path.dirname(sys.executable)}   # healerd's own scripts, no chromium
-    d = daemon_factory(env=env).start()
+    folder = tmp_path / "sources"
+    folder.mkdir()
+    write_blueprint(folder / "dropped.json", site.url("/stats"), BROWSER_BP)
+    d = daemon_factory(FAST_CONFIG.replace("[daemon]", f'[daemon]\nsources_dir = "{folder}"'), env=env).start()
+    assert d.ctl_json("status") == []
+    assert "dropped.json: fetch: a browser fetch needs Chromium" in d.log()
     r = d.ctl("add", "js", "--blueprint", write_blueprint(tmp_path / "js.json", site.url("/stats"), BROWSER_BP))
     assert r.returncode != 0
     line = r.stderr.strip()
