@@ -57,7 +57,7 @@ def serve_js_site(site, layout=V1, path="/stats"):
 
 @pytest.fixture(scope="module")
 def pool():
-    p = BrowserPool(BrowserSection(), FetchConfig(timeout=4.0, connect_timeout=2.0))
+    p = BrowserPool(BrowserSection(), FetchConfig(timeout=4.0, connect_timeout=2.0, max_bytes=200_000))
     yield p
     p.close()
 
@@ -128,6 +128,17 @@ def test_nothing_of_one_fetch_reaches_the_next(pool, server):
         assert 'class="tok-none"' in res.text
     looks = server.seen("/look")
     assert len(looks) == 3 and all("abc123" not in h.get("cookie", "") for h in looks)
+    assert looks[0]["user-agent"] == FetchConfig().user_agent   # the configured one, not Chromium's
+
+
+def test_max_bytes_holds_for_the_sent_page_and_the_rendered_one(pool, site):
+    site.page("/big", "<html><body>" + "x" * 250_000 + "</body></html>")
+    site.page("/grows", '<html><body><p id="x"></p><script>document.getElementById("x").textContent = '
+                        '"y".repeat(300000); document.getElementById("x").className = "done";</script></body></html>')
+    for path in ("/big", "/grows"):
+        with pytest.raises(FetchError) as err:
+            pool.fetch(site.url(path), wait_for="p.done" if path == "/grows" else None)
+        assert err.value.error_type == errors.HTTP_ERROR and "larger than max_bytes (200000)" in err.value.message
 
 
 def test_a_script_that_never_renders_times_out(pool, site):
