@@ -11,8 +11,9 @@ robots check, politeness and scheduling around it are the HTTP ones.
 - one worker process (spawned on first use, so a daemon without browser sources never
   starts one) renders up to `[browser] max_pages` pages at once;
 - a fetch waits at most `[fetch] timeout` for the page (load + wait_for) inside the
-  browser, and the pool gives up on the worker after that plus `launch_timeout`: the
-  worker is killed with its browser and the next fetch starts a fresh one;
+  browser, and the pool gives up on a worker silent for 10 s more (plus `launch_timeout`
+  on a new worker's first page): it is killed with its browser, the fetch fails as
+  TIMEOUT and the next fetch starts a fresh one;
 - a worker that dies (or whose browser dies) fails the fetches in flight with one clear
   error; the next fetch works again;
 - after `recycle_after` pages, or when the worker's process tree (Playwright's driver,
@@ -48,6 +49,7 @@ CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-st
 INSTALL_HINT = "pip install 'healerd[browser]' and apt-get install chromium"
 NOT_BLOCKS = (404, 410, 429)
 CLOSE_GRACE_S = 5.0
+ANSWER_GRACE_S = 10.0   # beyond the fetch timeout before a silent worker is taken for hung
 MEMORY_CHECK_S = 10.0   # reading every process's smaps costs milliseconds: not after every page
 
 _DNS = ("ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED")
@@ -361,14 +363,15 @@ class BrowserPool:
                        "cookies": dict(cookies or {}), "wait_for": wait_for, "timeout": cfg.timeout,
                        "max_bytes": cfg.max_bytes, "user_agent": cfg.user_agent, "block": list(self.section.block)}
             call = worker.submit(call_id, request)
-            # The worker's own deadline is cfg.timeout; starting the browser may add launch_timeout.
-            if not call.done.wait(cfg.timeout + self.section.launch_timeout + CLOSE_GRACE_S):
+            # The worker's own deadline is cfg.timeout; a new worker's first page also starts the browser.
+            allowance = cfg.timeout + ANSWER_GRACE_S + (0.0 if worker.served else self.section.launch_timeout)
+            if not call.done.wait(allowance):
                 worker.forget(call_id)
                 log.warning("the browser worker (pid %s) did not answer in time: killed", worker.pid)
                 self._drop(worker)
                 worker.kill()
                 raise FetchError(errors.TIMEOUT, f"the browser did not answer for {mask_url(url)} within "
-                                                 f"{cfg.timeout + self.section.launch_timeout:g}s (restarted)", url=url)
+                                                 f"{allowance:g}s (restarted)", url=url)
             reply = call.reply or {"ok": False, "kind": "crash"}
             self._maybe_recycle(worker)
         if not reply.get("ok"):

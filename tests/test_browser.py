@@ -204,6 +204,24 @@ def test_a_killed_worker_process_is_replaced(pool, site):
     assert "Grace" in res.text and pool.worker_pid() != old
 
 
+def test_a_hung_worker_is_killed_and_replaced(site):
+    import signal
+
+    site.page("/plain", "<html><body><p>Grace</p></body></html>")
+    p = BrowserPool(BrowserSection(), FetchConfig(timeout=2.0))
+    try:
+        p.fetch(site.url("/plain"))
+        hung = p.worker_pid()
+        os.kill(hung, signal.SIGSTOP)   # alive, but never answers
+        with pytest.raises(FetchError) as err:
+            p.fetch(site.url("/plain"))
+        assert err.value.error_type == errors.TIMEOUT and "did not answer" in err.value.message
+        assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == psutil.STATUS_ZOMBIE
+        assert "Grace" in p.fetch(site.url("/plain")).text and p.worker_pid() != hung
+    finally:
+        p.close()
+
+
 def _hits(site, path):
     with site.lock:
         return site.hits.get(path, 0)
