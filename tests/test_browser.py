@@ -275,6 +275,41 @@ def test_add_refuses_a_browser_source_when_no_browser_is_installed(site, daemon_
     assert ok.returncode == 0, ok.stderr
 
 
+def test_the_scheduler_sends_no_more_browser_jobs_than_the_browser_has_pages(site, tmp_path):
+    """Four browser sources and one HTTP source due, five Scrapers, max_pages = 2: two browser
+    jobs go out (a third would hold a Scraper waiting for a page) and the HTTP one does."""
+    from healerd.actors.messages import Tick
+    from healerd.actors.registry import ActorRegistry
+    from healerd.actors.scheduler import Scheduler
+    from healerd.actors.scraper import Scraper
+    from healerd.store import sources
+    from healerd.store.db import open_db
+
+    site.page("/p", "<html><body></body></html>")
+    cfg = config_from_dict({"doctor": {"enabled": False}, "daemon": {"scrapers": 5, "politeness_delay": 0},
+                            "fetch": {"per_host_concurrency": 10}, "browser": {"max_pages": 2}})
+    db = str(tmp_path / "healerd.db")
+    conn = open_db(db)
+    registry = ActorRegistry()   # no browser pool and no Validator: the jobs stay in flight
+    registry.set_scrapers([Scraper.start(i, cfg, registry, None) for i in range(5)])
+    sched = Scheduler(db, cfg, registry, None)
+    try:
+        t0 = time.time()
+        with conn:
+            for i in range(4):
+                sources.add(conn, f"js{i}", from_dict(dict(BROWSER_BP, url=site.url(f"/p?{i}"))), now=t0 - 10 + i)
+            sources.add(conn, "plain", from_dict(dict(LISTING_BP, url=site.url("/p?h"))), now=t0 - 1)
+        sched.on_start()
+        for k in range(5):
+            sched.handle(Tick(t0 + 0.2 * k))
+        assert sorted(sched.running) == ["js0", "js1", "plain"]
+    finally:
+        sched.on_stop()
+        for ref in registry.scrapers():
+            ref.stop()
+        conn.close()
+
+
 # -- the pure parts ---------------------------------------------------------------------
 def test_blueprint_fetch_and_wait_for_keys():
     bp = from_dict(dict(LISTING_BP, fetch="browser", wait_for="tr.player"), url="http://x.test/")
