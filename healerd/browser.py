@@ -147,7 +147,8 @@ def result_for(reply: dict, url: str) -> FetchResult:
     if 200 <= status < 300:
         body = html.encode("utf-8")
         return FetchResult(url=final, status=status, headers=headers, body=body, text=html, encoding="utf-8",
-                           not_modified=False, etag=None, last_modified=None, elapsed_ms=float(reply.get("elapsed_ms", 0.0)),
+                           not_modified=False, etag=None, last_modified=None,
+                           elapsed_ms=float(reply.get("elapsed_ms", 0.0)),
                            permanent_redirect=reply.get("permanent_redirect"))
     retry_after = parse_retry_after(headers.get("retry-after"))
     if status == 429:
@@ -159,7 +160,8 @@ def result_for(reply: dict, url: str) -> FetchResult:
         if blocked:
             raise FetchError(errors.BLOCKED, f"HTTP {status} from {where}: {blocked}", url=url, status=status,
                              retry_after=retry_after)
-    raise FetchError(errors.HTTP_ERROR, f"HTTP {status} {_reason(status)} from {where}".replace("  ", " "),
+    reason = _reason(status)
+    raise FetchError(errors.HTTP_ERROR, f"HTTP {status} {reason + ' ' if reason else ''}from {where}",
                      url=url, status=status, retry_after=retry_after)
 
 

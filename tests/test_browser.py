@@ -154,6 +154,12 @@ def test_a_script_that_never_renders_times_out(pool, site):
 
 
 def test_http_errors_and_refused_connections_keep_their_classes(pool, site):
+    site.page("/new", "<html><body>moved</body></html>")
+    site.redirect("/old", "/new", 301)
+    res = pool.fetch(site.url("/old"))
+    assert res.url == site.url("/new") and res.permanent_redirect == site.url("/new")
+    site.redirect("/tmp", "/new", 302)
+    assert pool.fetch(site.url("/tmp")).permanent_redirect is None
     with pytest.raises(FetchError) as err:
         pool.fetch(site.url("/missing"))
     assert err.value.error_type == errors.HTTP_ERROR and err.value.status == 404
