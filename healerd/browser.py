@@ -254,6 +254,8 @@ class _WorkerHandle:
     def memory_bytes(self) -> int:
         """Memory of the worker and everything under it (driver, Chromium, renderers), shared pages
         counted once (the sum of PSS; Chromium's processes share much, so summing RSS would double it)."""
+        if self.process.poll() is not None:
+            return 0
         try:
             import psutil
 
@@ -293,7 +295,11 @@ class _WorkerHandle:
         self.kill()
 
     def kill(self) -> None:
-        """Kill the worker and every process under it (Chromium would otherwise outlive it)."""
+        """Kill the worker and every process under it (Chromium would otherwise outlive it).
+
+        Only while the worker is not reaped: until then its pid cannot name another process."""
+        if self.process.poll() is not None:
+            return self._close_conn()
         procs = []
         try:
             import psutil
@@ -307,12 +313,15 @@ class _WorkerHandle:
                 p.kill()
             except Exception:
                 pass
-        if not procs and self.process.poll() is None:
+        if not procs:
             self.process.kill()
         try:
             self.process.wait(2.0)
         except subprocess.TimeoutExpired:
             pass
+        self._close_conn()
+
+    def _close_conn(self) -> None:
         try:
             self.conn.close()
         except OSError:
