@@ -29,7 +29,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import logging
-import os
 import shutil
 import socket
 import subprocess
@@ -68,8 +67,7 @@ _NET_TEXT = {
 def find_executable(configured: str = "") -> str | None:
     """The browser binary: `configured` when it is one, else the first candidate on PATH."""
     if configured:
-        path = configured if os.path.sep in configured else shutil.which(configured)
-        return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+        return shutil.which(configured)   # a path, or a name looked up on PATH
     for name in CANDIDATES:
         path = shutil.which(name)
         if path:

@@ -8,6 +8,7 @@ error naming them, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -217,8 +218,9 @@ def _check_browser(b: BrowserSection) -> None:
     if bad:
         raise ConfigError(f"[browser] block: unknown resource type {bad[0]!r} "
                           f"(known: {', '.join(BROWSER_RESOURCE_TYPES)})")
-    if b.executable and not (os.path.isfile(b.executable) and os.access(b.executable, os.X_OK)):
-        raise ConfigError(f"[browser] executable: {b.executable} is not an executable file")
+    if b.executable and shutil.which(b.executable) is None:
+        raise ConfigError(f"[browser] executable: {b.executable} is not an executable file (a path, or a name "
+                          f"on PATH)")
 
 
 def _is_http_url(url: str) -> bool:

@@ -338,6 +338,7 @@ def test_blueprint_fetch_and_wait_for_keys():
 def test_browser_config_is_checked():
     cfg = config_from_dict({"browser": {"max_pages": 3, "block": ["image"], "launch_timeout": "1m"}})
     assert cfg.browser.max_pages == 3 and cfg.browser.block == ("image",) and cfg.browser.launch_timeout == 60.0
+    assert config_from_dict({"browser": {"executable": os.path.basename(sys.executable)}})   # a name on PATH
     for bad, words in (({"max_pages": 0}, "max_pages"), ({"block": ["pictures"]}, "unknown resource type"),
                        ({"executable": "/no/such/chrome"}, "not an executable"), ({"nope": 1}, "unknown key")):
         with pytest.raises(ConfigError) as err:
