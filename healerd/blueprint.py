@@ -12,7 +12,8 @@ A blueprint is TOML or the same structure in JSON (docs/REFERENCE.md, "Blueprint
     required = true                       # default
 
 Optional extras: `[headers]` and `[cookies]` (sent with every request; treated as
-secrets), and `parser` (Python source defining `parse(html) -> dict | list[dict]`,
+secrets), `fetch = "browser"` (render the page in a real browser; default "http") with
+`wait_for = "<css>"` (browser only: wait until the selector matches), and `parser` (Python source defining `parse(html) -> dict | list[dict]`,
 run in a sandbox; then a field's `css` is optional and `fields` is the schema).
 
 Every problem raises BlueprintError naming the key it is about.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass, field as dc_field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,7 +33,8 @@ from healerd.timeutil import parse_duration
 
 FIELD_TYPES = ("str", "int", "float")
 DEFAULT_EVERY = 900.0
-_TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name"}
+FETCH_MODES = ("http", "browser")
+_TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name", "fetch", "wait_for"}
 _FIELD_KEYS = {"css", "attr", "type", "required"}
 _PROBE = LexborHTMLParser("<html><body><p>probe</p></body></html>")
 
@@ -74,6 +76,8 @@ class Blueprint:
     headers: dict[str, str] = dc_field(default_factory=dict)
     cookies: dict[str, str] = dc_field(default_factory=dict)
     parser: str | None = None
+    fetch: str = "http"                 # "http" or "browser" (rendered by a real browser)
+    wait_for: str | None = None         # browser only: a CSS selector to wait for after load
 
     @property
     def kind(self) -> str:
@@ -94,6 +98,10 @@ class Blueprint:
             d["cookies"] = dict(self.cookies)
         if self.parser:
             d["parser"] = self.parser
+        if self.fetch != "http":
+            d["fetch"] = self.fetch
+        if self.wait_for is not None:
+            d["wait_for"] = self.wait_for
         return d
 
     def to_json(self) -> str:
@@ -108,13 +116,15 @@ class Blueprint:
             headers=self.headers,
             cookies=self.cookies,
             parser=self.parser,
+            fetch=self.fetch,
+            wait_for=self.wait_for,
         )
 
     def with_url(self, url: str) -> "Blueprint":
-        return Blueprint(self.fields, url, self.every, self.items, self.headers, self.cookies, self.parser)
+        return replace(self, url=url)
 
     def with_parser(self, code: str | None) -> "Blueprint":
-        return Blueprint(self.fields, self.url, self.every, self.items, self.headers, self.cookies, code)
+        return replace(self, parser=code)
 
     def selectors(self) -> dict[str, str | None]:
         return {name: f.css for name, f in self.fields.items()}
@@ -187,6 +197,15 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
     if items is not None:
         check_selector(items, "items")
 
+    fetch = data.get("fetch", "http")
+    if fetch not in FETCH_MODES:
+        raise BlueprintError("fetch", f"expected \"http\" or \"browser\"; got {fetch!r}")
+    wait_for = data.get("wait_for")
+    if wait_for is not None:
+        check_selector(wait_for, "wait_for")
+        if fetch != "browser":
+            raise BlueprintError("wait_for", "only for pages fetched with a browser (add fetch = \"browser\")")
+
     raw_fields = data.get("fields")
     if not isinstance(raw_fields, dict) or not raw_fields:
         raise BlueprintError("fields", "a blueprint needs at least one field")
@@ -225,6 +244,8 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         headers=_str_map(data.get("headers"), "headers"),
         cookies=_str_map(data.get("cookies"), "cookies"),
         parser=parser,
+        fetch=fetch,
+        wait_for=wait_for,
     )
 
 

@@ -8,6 +8,7 @@ error naming them, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -73,6 +74,20 @@ class HealerSection:
     daily_budget_total: int = 100          # external calls in total per 24 h
 
 
+BROWSER_RESOURCE_TYPES = ("stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
+                          "eventsource", "websocket", "manifest", "other")
+
+
+@dataclass(frozen=True)
+class BrowserSection:
+    executable: str = ""                  # a Chromium/Chrome binary; empty: chromium, chromium-browser, google-chrome on PATH
+    max_pages: int = 2                    # pages rendered at once (one browser, in its own process)
+    block: tuple[str, ...] = ("image", "font", "media")   # resource types never loaded
+    recycle_after: int = 500              # pages rendered before the browser process is replaced
+    max_memory_mb: int = 1024             # the browser's processes above this (PSS, MB): replaced
+    launch_timeout: float = 30.0          # starting the browser
+
+
 @dataclass(frozen=True)
 class AlertsSection:
     webhook: str = ""
@@ -86,6 +101,7 @@ class Config:
     doctor: DoctorSection = field(default_factory=DoctorSection)
     healer: HealerSection = field(default_factory=HealerSection)
     alerts: AlertsSection = field(default_factory=AlertsSection)
+    browser: BrowserSection = field(default_factory=BrowserSection)
 
     def with_env(self) -> "Config":
         """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
@@ -102,10 +118,11 @@ _DURATIONS = {
     ("fetch", "timeout"), ("fetch", "connect_timeout"),
     ("doctor", "attempt_window"), ("doctor", "quarantine_for"), ("doctor", "systemic_window"),
     ("doctor", "dead_after"), ("doctor", "review_window"), ("doctor", "timeout_backoff"),
-    ("alerts", "dedupe_window"),
+    ("alerts", "dedupe_window"), ("browser", "launch_timeout"),
 }
 _SECTIONS = {"daemon": DaemonSection, "fetch": FetchSection, "doctor": DoctorSection,
-             "healer": HealerSection, "alerts": AlertsSection}
+             "healer": HealerSection, "alerts": AlertsSection,
+             "browser": BrowserSection}
 
 
 def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
@@ -183,8 +200,27 @@ def _check(cfg: Config) -> None:
         raise ConfigError("[fetch] per_host_concurrency: at least 1")
     if not cfg.healer.timeouts:
         raise ConfigError("[healer] timeouts: at least one timeout")
+    _check_browser(cfg.browser)
     if cfg.alerts.webhook and not _is_http_url(cfg.alerts.webhook):
         raise ConfigError("[alerts] webhook: expected an http:// or https:// URL")
+
+
+def _check_browser(b: BrowserSection) -> None:
+    if b.max_pages < 1:
+        raise ConfigError("[browser] max_pages: at least 1")
+    if b.recycle_after < 1:
+        raise ConfigError("[browser] recycle_after: at least 1")
+    if b.max_memory_mb < 64:
+        raise ConfigError("[browser] max_memory_mb: at least 64")
+    if b.launch_timeout <= 0:
+        raise ConfigError("[browser] launch_timeout: must be greater than zero")
+    bad = [t for t in b.block if t not in BROWSER_RESOURCE_TYPES]
+    if bad:
+        raise ConfigError(f"[browser] block: unknown resource type {bad[0]!r} "
+                          f"(known: {', '.join(BROWSER_RESOURCE_TYPES)})")
+    if b.executable and shutil.which(b.executable) is None:
+        raise ConfigError(f"[browser] executable: {b.executable} is not an executable file (a path, or a name "
+                          f"on PATH)")
 
 
 def _is_http_url(url: str) -> bool:

@@ -17,6 +17,7 @@ from healerd import __version__
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.blueprint import BlueprintError, from_dict
+from healerd.browser import check_source as check_browser_source
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.htmldiff import structural_diff
 from healerd.lifecycle import IllegalTransition, human_refusal
@@ -182,6 +183,7 @@ class ControlOps:
     def op_add(self, name: str, blueprint: dict, url: str | None = None):
         check_name(name)
         bp = from_dict(blueprint, url=url, require_url=True)
+        check_browser_source(bp, self.daemon.config.browser)
         result = self._write("add_source", name, bp, "cli")
         self.daemon.registry.tell("validator", f"forget:{name}")
         return result

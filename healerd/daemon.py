@@ -30,6 +30,7 @@ from healerd.actors.scraper import Scraper
 from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
 from healerd.blueprint import BlueprintError, load_file
+from healerd.browser import check_source as check_browser_source
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.protocol import ControlError
@@ -130,12 +131,14 @@ class Daemon:
         return recovered
 
     def start_actors(self) -> None:
+        from healerd.browser import BrowserPool
         from healerd.fetch import Fetcher
         from healerd.robots import RobotsPolicy
 
         cfg = self.config
         self.robots = RobotsPolicy(Fetcher(fetch_config(cfg))) if cfg.fetch.respect_robots else None
         reg = self.registry
+        reg.browser = BrowserPool(cfg.browser, fetch_config(cfg))   # its worker starts on the first browser fetch
         self._factories = {
             "writer": lambda: StoreWriter.start(self.db_path, cfg, reg, self.waiters),
             "alerter": lambda: Alerter.start(self.log_dir, cfg, reg, self.db_path),
@@ -181,6 +184,9 @@ class Daemon:
                     fut.get(timeout=max(0.1, until - time.time()))
                 except Exception:
                     pass  # still busy (a long fetch or heal): its thread is a daemon thread
+        pool, self.registry.browser = self.registry.browser, None
+        if pool is not None:
+            pool.close()   # a fetch still in flight finishes first; then the browser process ends
         return [role for role, ref in roles.items() if ref is not None and ref.is_alive()]
 
     def check_actors(self) -> None:
@@ -240,6 +246,7 @@ class Daemon:
                 seen.add(name)
                 try:
                     bp = load_file(str(path), require_url=True)
+                    check_browser_source(bp, self.config.browser)
                 except BlueprintError as exc:
                     out["errors"][path.name] = str(exc)
                     log.error("sources_dir: %s: %s", path.name, exc)

@@ -394,8 +394,9 @@ class _Raw:
 class Fetcher:
     """Fetches pages with one shared httpx client; thread-safe."""
 
-    def __init__(self, config: FetchConfig | None = None):
+    def __init__(self, config: FetchConfig | None = None, browser=None):
         self.config = config or FetchConfig()
+        self.browser = browser   # a healerd.browser.BrowserPool for `fetch = "browser"` sources, or None
         timeout = httpx.Timeout(self.config.timeout, connect=self.config.connect_timeout)
         # Keep-alive: many sources share a host, and a new TCP connection per fetch costs
         # more CPU than parsing half the page. A fresh connection's socket is shut down when
@@ -411,8 +412,16 @@ class Fetcher:
 
     # -- public ------------------------------------------------------------------
     def fetch(self, url: str, *, headers: dict | None = None, cookies: dict | None = None,
-              etag: str | None = None, last_modified: str | None = None) -> FetchResult:
-        """GET `url`; a FetchResult for 2xx/304, else FetchError."""
+              etag: str | None = None, last_modified: str | None = None, via: str = "http",
+              wait_for: str | None = None) -> FetchResult:
+        """GET `url`; a FetchResult for 2xx/304, else FetchError.
+
+        `via="browser"` renders the page in the browser pool instead (no conditional request;
+        `wait_for` is a CSS selector to wait for after load)."""
+        if via == "browser":
+            if self.browser is None:
+                raise FetchError(errors.NETWORK, "this source needs a browser and none is set up here", url=url)
+            return self.browser.fetch(url, headers=headers, cookies=cookies, wait_for=wait_for)
         extra = dict(headers or {})
         conditional = bool(etag or last_modified) or any(
             k.lower() in ("if-none-match", "if-modified-since") for k in extra)

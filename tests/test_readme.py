@@ -490,6 +490,24 @@ def _check_pip_install_test(run: Run, cmd: Command) -> None:
     assert importlib.util.find_spec("build") is not None  # the extra is what this environment runs on
 
 
+def _check_pip_install_browser(run: Run, cmd: Command) -> None:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = meta["project"]["optional-dependencies"]
+    names = {name: {re.split(r"[<>=!~ ;]", d, 1)[0] for d in extras[name]} for name in ("browser", "test")}
+    assert "playwright" in names["browser"], names
+    assert names["browser"] <= names["test"], names   # the tests run the browser, in CI too
+    import importlib.util
+
+    assert importlib.util.find_spec("playwright") is not None
+
+
+def _check_apt_chromium(run: Run, cmd: Command) -> None:
+    from healerd.browser import find_executable
+
+    assert cmd.argv[-1] == "chromium"
+    assert find_executable("") is not None   # what the daemon looks for on PATH is installed here
+
+
 def _check_pytest(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert meta["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
@@ -561,6 +579,9 @@ NOT_RUN: dict[str, tuple[str, Callable[[Run, Command], None]]] = {
     "pytest -q": ("the whole suite, which contains this test", _check_pytest),
     "sudo sh contrib/install.sh": ("root-owned system paths and systemd; tests/test_systemd_unit.py runs it into "
                                    "a scratch PREFIX and DESTDIR", _check_install_script),
+    "pip install 'healerd[browser]'": ("would install into the interpreter every test shares; the test extra "
+                                       "includes the browser extra", _check_pip_install_browser),
+    "sudo apt-get install chromium": ("would change this machine's packages", _check_apt_chromium),
     "sudo systemctl enable --now healerd": ("no systemd as PID 1 here", _check_systemctl),
     "sudo usermod -aG healerctl '$USER'": ("would change this machine's users", _check_usermod),
 }

@@ -39,7 +39,7 @@ class ServiceActor(pykka.ThreadingActor):
         elif self.database == "read":
             self.conn = connect(self.db_path)
         if self.fetches:
-            self.fetcher = Fetcher(fetch_config(self.config))
+            self.fetcher = Fetcher(fetch_config(self.config), browser=self.registry.browser)
         self.started()
 
     def started(self) -> None:

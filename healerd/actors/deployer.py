@@ -93,7 +93,8 @@ class Deployer(ServiceActor):
         version = self.registry.write("stage_version", name, candidate, msg.origin, msg.note)
         url = candidate.url or src["url"]
         try:
-            page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None)
+            page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None,
+                                      via=candidate.fetch, wait_for=candidate.wait_for)
         except FetchError as exc:
             reason = f"{UNFETCHED}: {exc.message}"
             self.registry.write("reject_version", name, version, reason)

@@ -225,7 +225,8 @@ class Doctor(ServiceActor):
         status = None
         permanent_redirect = None
         try:
-            page = self.fetcher.fetch(src["url"], headers=bp.headers or None, cookies=bp.cookies or None)
+            page = self.fetcher.fetch(src["url"], headers=bp.headers or None, cookies=bp.cookies or None,
+                                      via=bp.fetch, wait_for=bp.wait_for)
             html, status, permanent_redirect = page.text, page.status, page.permanent_redirect
         except FetchError as exc:
             kind, why = route(exc.error_type, exc.status, None)

@@ -31,6 +31,7 @@ import pykka
 from healerd.actors.base import ServiceActor
 from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, Tick
 from healerd.actors.registry import ActorRegistry, Failure
+from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
 from healerd.fetch import DEADLINE_FACTOR
 from healerd.robots import RobotsPolicy
@@ -78,6 +79,10 @@ def hosts_not_ready(in_flight: dict[str, int], next_allowed: dict[str, float], p
                     now: float) -> set[str]:
     """Hosts that cannot take one more request now: at their concurrency limit or in their delay."""
     return {h for h, n in in_flight.items() if n >= per_host} | {h for h, t in next_allowed.items() if t > now}
+
+
+def uses_browser(blueprint_json: str) -> bool:
+    return cached_blueprint(blueprint_json).fetch == "browser"
 
 
 def stale_after(config: Config) -> float:
@@ -131,6 +136,7 @@ class Scheduler(ServiceActor):
         self.next_allowed: dict[str, float] = {}
         self.scraper_load: dict[int, int] = defaultdict(int)
         self.assigned: dict[str, tuple[int, str]] = {}   # source -> (scraper index, host) while in flight
+        self.browser_jobs: set[str] = set()   # in flight with fetch = "browser": at most [browser] max_pages
         self.dispatched_at: dict[str, float] = {}
         self.ready: list[dict] = []   # due rows the last Tick found but could not dispatch yet
         self.manual: list[tuple[dict, str | None]] = []   # `healerctl run` rows waiting for an idle scraper
@@ -196,7 +202,9 @@ class Scheduler(ServiceActor):
             if r["name"] in self.running:
                 continue   # dispatched meanwhile (healerctl run)
             host = r["host"]
-            if not idle or self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now:
+            if not idle or self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now \
+                    or (uses_browser(r["body"]) and len(self.browser_jobs) >= self.config.browser.max_pages):
+                # (a browser source beyond the browser's pages would hold a scraper waiting for one)
                 keep.append(r)
                 continue
             self._dispatch(r, None, now, idle.pop(0))
@@ -214,6 +222,8 @@ class Scheduler(ServiceActor):
         self.in_flight[host] += 1
         self.scraper_load[idx] += 1
         self.assigned[r["name"]] = (idx, host)
+        if uses_browser(r["body"]):
+            self.browser_jobs.add(r["name"])
         delay = self.config.daemon.politeness_delay
         if self.robots is not None and self.config.fetch.respect_robots:
             crawl = self.robots.cached_crawl_delay(r["url"], self.config.fetch.user_agent)
@@ -230,6 +240,7 @@ class Scheduler(ServiceActor):
     def _release(self, name: str) -> None:
         """Free the scraper and the host slot of `name`'s job."""
         self.running.discard(name)
+        self.browser_jobs.discard(name)
         self.dispatched_at.pop(name, None)
         idx, host = self.assigned.pop(name, (None, None))
         if host is not None and self.in_flight.get(host, 0) > 0:

@@ -1,6 +1,7 @@
 """Scraper (a pool): fetch one page, run the production parser, pass it to the Validator.
 
-Each Scraper owns one sync httpx client (through Fetcher). Anything that goes wrong
+Each Scraper owns one sync httpx client (through Fetcher); `fetch = "browser"` sources
+are rendered by the daemon's shared browser pool instead. Anything that goes wrong
 is turned into an ExtractedPage carrying the error class; a poisonous page can
 never stop the actor.
 """
@@ -74,7 +75,8 @@ class Scraper(ServiceActor):
                                      error="robots.txt disallows this URL (set [fetch] respect_robots = false to override)")
         try:
             res = self.fetcher.fetch(job.url, headers=bp.headers or None, cookies=bp.cookies or None,
-                                     etag=job.etag, last_modified=job.last_modified)
+                                     etag=job.etag, last_modified=job.last_modified, via=bp.fetch,
+                                     wait_for=bp.wait_for)
         except FetchError as exc:
             return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=exc.status,
                                  error_type=exc.error_type, error=exc.message, retry_after=exc.retry_after,

@@ -388,7 +388,8 @@ def candidate_from_files(ctx: DiagnosisContext, files: Any, config: HealerConfig
         elif all(f.css for f in parsed.fields.values()):
             parser = None
         candidate = Blueprint(fields=parsed.fields, url=original.url, every=original.every, items=parsed.items,
-                              headers=dict(original.headers), cookies=dict(original.cookies), parser=parser)
+                              headers=dict(original.headers), cookies=dict(original.cookies), parser=parser,
+                              fetch=original.fetch, wait_for=original.wait_for)
     if parser_text is not None:
         parser = parser_text
         candidate = candidate.with_parser(parser_text)
