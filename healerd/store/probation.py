@@ -1,0 +1,74 @@
+"""Production probation: the page each parser version last passed on, and the verdicts of promoted fixes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import zlib
+
+import apsw
+
+from healerd.store.db import row, scalar
+from healerd.store.snapshots import SNAPSHOT_ZLIB_LEVEL
+
+
+def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str, records=None, *,
+             sha256: str | None = None, now: float | None = None) -> bool:
+    """Keep `html` as the last page `version` passed on; a page already kept is not written again.
+    Returns whether it wrote."""
+    now = time.time() if now is None else now
+    raw = html.encode("utf-8", errors="replace")
+    sha = sha256 or hashlib.sha256(raw).hexdigest()
+    if scalar(conn, "SELECT sha256 FROM version_snapshots WHERE source_name = ? AND version = ?", (name, version)) == sha:
+        return False
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO version_snapshots (source_name, version, url, fetched_at, body, sha256, "
+                     "records) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (name, version, url, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL), sha,
+                      json.dumps(records) if records is not None else None))
+    return True
+
+
+def get_page(conn: apsw.Connection, name: str, version: int) -> dict | None:
+    """{"url", "fetched_at", "html", "records"} of the last page `version` passed on, or None."""
+    r = row(conn, "SELECT url, fetched_at, body, records FROM version_snapshots WHERE source_name = ? AND version = ?",
+            (name, version))
+    if r is None:
+        return None
+    r["html"] = zlib.decompress(r.pop("body")).decode("utf-8", errors="replace")
+    r["records"] = json.loads(r["records"]) if r["records"] else None
+    return r
+
+
+def version_row(conn: apsw.Connection, name: str, version: int) -> dict | None:
+    return row(conn, "SELECT version, origin, status, body, probation_scrapes, promoted_by FROM parser_versions "
+                     "WHERE source_name = ? AND version = ?", (name, version))
+
+
+def pending_fix(conn: apsw.Connection, name: str, version: int) -> int | None:
+    """The promoted fix attempt that brought `version`, while its production verdict is pending."""
+    return scalar(conn, "SELECT fix_id FROM fix_history WHERE source_name = ? AND version = ? AND outcome = 'promoted' "
+                        "AND production_verdict IS NULL ORDER BY fix_id DESC LIMIT 1", (name, version))
+
+
+def count_good_scrape(conn: apsw.Connection, name: str, version: int) -> None:
+    conn.execute("UPDATE parser_versions SET probation_scrapes = probation_scrapes + 1 "
+                 "WHERE source_name = ? AND version = ?", (name, version))
+
+
+def set_verdict(conn: apsw.Connection, fix_id: int, verdict: str, now: float) -> None:
+    conn.execute("UPDATE fix_history SET production_verdict = ?, verdict_at = ? WHERE fix_id = ?",
+                 (verdict, now, fix_id))
+
+
+def audit(conn: apsw.Connection, name: str, state: str, trigger: str, reason: str, now: float) -> None:
+    """A lifecycle audit row for an event that keeps the state (a rollback, a merge)."""
+    conn.execute("INSERT INTO source_events (source_name, from_state, to_state, trigger, reason, at) "
+                 "VALUES (?, ?, ?, ?, ?, ?)", (name, state, state, trigger, reason[:2000], now))
+
+
+def version_with_body(conn: apsw.Connection, name: str, body: str) -> dict | None:
+    """An existing version of `name` with exactly this blueprint (a merge made before is reused)."""
+    return row(conn, "SELECT version, status FROM parser_versions WHERE source_name = ? AND body = ? "
+                     "AND status IN ('archived', 'production') ORDER BY version DESC LIMIT 1", (name, body))
