@@ -219,7 +219,7 @@ class Ledger:
             if target is None or target["status"] != "archived":
                 return None
             versions.promote(self.conn, name, to, now=now, by=versions.DAEMON)
-            reason = f"rolled back from version {o.version} to {to}: {plan['reason']}"
+            reason = probation.rollback_reason(o.version, to, plan["reason"])
             probation.audit(self.conn, name, state, "rollback", reason, now)
             fx.alert("HEALED", name, f"{reason}; no fix attempt spent", level="info",
                      details={"rollback": True, "version": to, "from": o.version}, state=state)

@@ -154,21 +154,23 @@ class Trial:
 
 
 def plan_before_heal(*, error_type: str | None, production: Trial, previous: Trial | None, html: str,
-                     status: int = 200, production_page: ProofPage | None = None,
+                     status: int = 200, production_page: ProofPage | None = None, alternating: bool = False,
                      recent_counts: list[int] | None = None) -> Plan:
     """Decide, from trials already run, what a failing production version calls for.
 
     - the failure is not the parser's, or no previous version passes on this page: ordinary healing;
-    - the previous version passes here and the failing one passed on its own stored page (the
-      site serves both layouts): merge them when one parser proved on both pages reads them;
-    - else the previous version passes here: roll back to it."""
+    - the previous version passes here, the two already took turns (`alternating`: one was rolled
+      back to the other before) and the failing one passed on its own stored page: the site serves
+      both layouts at once; merge them when one parser proved on both pages reads them;
+    - else the previous version passes here: roll back to it (a site that went back to its old
+      layout, or the first turn of two)."""
     if error_type not in errors.HEALABLE_BY_SELECTORS or production.passed:
         return Plan(HEAL, "not a parser failure on this page")
     if previous is None or not previous.passed or previous.extraction is None:
         return Plan(HEAL, "no previous version passes on this page")
     data = previous.extraction.data
     count = previous.extraction.item_count
-    if production_page is not None:
+    if production_page is not None and alternating:
         pages = [ProofPage("this page", html, data, status), production_page]
         merged, why = merge_and_prove(previous.blueprint, production.blueprint, pages, recent_counts=recent_counts)
         if merged is not None:
@@ -176,11 +178,13 @@ def plan_before_heal(*, error_type: str | None, production: Trial, previous: Tri
                                f"layouts the site serves: merged into one parser proved on both",
                         merged=merged, merged_from=(previous.version, production.version), data=data,
                         item_count=count, validation=previous.validation, proof=[p.label for p in pages])
-        reason_merge = "; ".join(why[:2])
+        reason_merge = f" (no merge: {'; '.join(why[:2])})"
+    elif alternating:
+        reason_merge = " (no merge: no stored page the failing version passed on)"
     else:
-        reason_merge = "no stored page of the failing version to prove a merge on"
+        reason_merge = ""
     return Plan(ROLLBACK, f"version {production.version} fails on the live page and version {previous.version} "
-                          f"passes on it ({reason_merge})",
+                          f"passes on it{reason_merge}",
                 to_version=previous.version, data=data, item_count=count, validation=previous.validation)
 
 

@@ -93,11 +93,13 @@ class Validator(ServiceActor):
             return None
         production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, extraction=page.extraction,
                            recent_counts=counts, last_good=last_good, status=status)
-        stored = probation.get_page(self.conn, job.name, job.version)
+        alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
+        stored = probation.get_page(self.conn, job.name, job.version) if alternating else None
         own = ProofPage(f"the page version {job.version} passed on", stored["html"], stored["records"]) \
             if stored and stored["records"] is not None else None
         plan = plan_before_heal(error_type=outcome.error_type, production=production, previous=previous,
-                                html=page.html, status=status, production_page=own, recent_counts=counts)
+                                html=page.html, status=status, production_page=own, alternating=alternating,
+                                recent_counts=counts)
         if plan.action == HEAL:
             return None
         log.info("%s: %s", job.name, plan.reason)

@@ -72,3 +72,34 @@ def version_with_body(conn: apsw.Connection, name: str, body: str) -> dict | Non
     """An existing version of `name` with exactly this blueprint (a merge made before is reused)."""
     return row(conn, "SELECT version, status FROM parser_versions WHERE source_name = ? AND body = ? "
                      "AND status IN ('archived', 'production') ORDER BY version DESC LIMIT 1", (name, body))
+
+
+def rollback_reason(from_version: int, to_version: int, why: str) -> str:
+    return f"rolled back from version {from_version} to {to_version}: {why}"
+
+
+def took_turns(conn: apsw.Connection, name: str, a: int, b: int) -> bool:
+    """Whether versions a and b already took turns: one was rolled back to the other."""
+    return scalar(conn, "SELECT 1 FROM source_events WHERE source_name = ? AND trigger = 'rollback' "
+                        "AND (reason LIKE ? OR reason LIKE ?) LIMIT 1",
+                  (name, rollback_reason(a, b, "%"), rollback_reason(b, a, "%"))) is not None
+
+
+def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
+    """Automatic rollbacks and merges for `healerctl history`: a `version` entry each, at the
+    time the version came (back) into production, with `event` saying which."""
+    from healerd.store.db import rows
+    from healerd.timeutil import iso
+
+    out = []
+    events = rows(conn, "SELECT trigger, reason, at FROM source_events WHERE source_name = ? "
+                        "AND trigger IN ('rollback', 'merge') ORDER BY id", (name,))
+    for ev in events:
+        promoted = row(conn, "SELECT version, origin, status FROM parser_versions WHERE source_name = ? "
+                             "AND promoted_at <= ? ORDER BY promoted_at DESC, version DESC LIMIT 1", (name, ev["at"]))
+        if promoted is None:
+            continue
+        out.append({"kind": "version", "at": iso(ev["at"]), "_t": ev["at"], "version": promoted["version"],
+                    "origin": promoted["origin"], "status": promoted["status"], "event": ev["trigger"],
+                    "note": ev["reason"]})
+    return out
