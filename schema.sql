@@ -126,6 +126,8 @@ CREATE TABLE IF NOT EXISTS parser_versions (
     promoted_at REAL,
     probation_scrapes INTEGER NOT NULL DEFAULT 0,   -- good scrapes since its last promotion
     promoted_by TEXT,                               -- who last promoted it: 'daemon' | 'person'
+    production_verdict TEXT,                        -- an automatic version's probation: NULL (on it or
+                                                    -- never judged), 'passed', 'false_positive'
     UNIQUE (source_name, version)
 );
 -- Production is always exactly one whole version per source.

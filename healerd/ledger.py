@@ -178,22 +178,20 @@ class Ledger:
 
     # -- production: probation, rollback, merge ------------------------------------------
     def _judge_probation(self, src: dict, o: ScrapeOutcome, now: float) -> None:
-        """A scrape by the production version counts towards the probation of the fix that
-        promoted it; a parser failure within it makes that fix a production false positive."""
+        """A scrape by a version the daemon promoted counts towards its probation; a parser
+        failure within it makes it (and the fix that promoted it) a production false positive."""
         from healerd.production import probation_verdict
 
         if o.version is None or o.version != src["current_version"] or o.not_modified:
             return
-        fix_id = probation.pending_fix(self.conn, o.name, o.version)
-        if fix_id is None:
-            return
         v = probation.version_row(self.conn, o.name, o.version)
-        verdict = probation_verdict(v["probation_scrapes"] if v else 0, o.ok, o.error_type,
-                                    self.config.doctor.probation)
+        if v is None or v["origin"] == "human" or v["promoted_by"] != versions.DAEMON or v["production_verdict"]:
+            return
+        verdict = probation_verdict(v["probation_scrapes"], o.ok, o.error_type, self.config.doctor.probation)
         if o.ok:
             probation.count_good_scrape(self.conn, o.name, o.version)
         if verdict:
-            probation.set_verdict(self.conn, fix_id, verdict, now)
+            probation.set_verdict(self.conn, o.name, o.version, verdict, now)
 
     def _apply_plan(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> ScrapeOutcome | None:
         """The Validator's plan for a failing production version: the previous version comes
@@ -249,7 +247,8 @@ class Ledger:
         if not o.not_modified:
             records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
             if o.html is not None and o.version is not None:
-                probation.put_page(self.conn, name, o.version, o.url, o.html, o.data, sha256=o.page_sha, now=now)
+                probation.keep_good_page(self.conn, name, o.version, o.url, o.html, o.data, sha256=o.page_sha,
+                                         now=now)
             good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
             if o.html is not None and (good != o.page_sha or o.page_sha is None):
                 snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now,
@@ -424,6 +423,8 @@ class Ledger:
                          reason=reason, diagnosis_context=context, patch=patch, validation=validation,
                          deployed_to=deployed_to, version=version, fingerprint=fingerprint, duration_ms=duration_ms,
                          failure_started_at=h["failing_since"], now=now)
+            if outcome == "promoted" and version is not None:
+                probation.adopt_verdict(self.conn, name, version, now)
             used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
                                             after=h["attempts_since"])
             self.conn.execute("UPDATE source_health SET fix_attempts_today = ? WHERE source_name = ?", (used, name))

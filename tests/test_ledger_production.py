@@ -95,3 +95,32 @@ def test_a_rollback_to_a_version_no_longer_archived_is_dropped(conn, ledger):
     fx = ledger.record_scrape(bad(ledger, version=v, plan=rollback_plan(to=7)))
     assert fx.result["ok"] is False and fx.result["state"] == DEGRADED
     assert verdicts(conn) == [(v, "false_positive")]
+
+
+def test_only_a_version_the_daemon_promoted_keeps_its_pages(conn, ledger):
+    add(ledger)
+    ledger.record_scrape(good(ledger, html="<ul><li class=p>one</li></ul>"))
+    assert probation.get_page(conn, "shop", 1) is None            # a person's blueprint: never rolled back
+    v = promote_fix(ledger)
+    assert probation.get_page(conn, "shop", v)["html"] == "<ul><li class=q>x</li></ul>"   # kept at promotion
+    ledger.record_scrape(good(ledger, version=v, html="<ul><li class=q>y</li></ul>"))
+    kept = probation.get_page(conn, "shop", v)
+    assert kept["html"] == "<ul><li class=q>y</li></ul>" and kept["records"] == items(3)
+    at = kept["fetched_at"]
+    ledger.clock.advance(10)
+    ledger.record_scrape(good(ledger, version=v, html="<ul><li class=q>y</li></ul>"))
+    assert probation.get_page(conn, "shop", v)["fetched_at"] == at  # the same page is not written again
+
+
+def test_a_fix_recorded_after_its_version_already_failed_takes_the_verdict(conn, ledger):
+    """The Deployer promotes, a scrape fails on the new version and is rolled back, and only then
+    does the Doctor record the promoted fix: it is still a production false positive."""
+    add(ledger)
+    ledger.record_scrape(good(ledger))
+    v = ledger.stage_version("shop", V2, "builtin")
+    ledger.promote("shop", v)
+    fx = ledger.record_scrape(bad(ledger, version=v, plan=rollback_plan()))
+    assert fx.result["version"] == 1
+    ledger.record_fix(name="shop", error_type=errors.PARSE_ERROR, strategy="builtin", outcome="promoted", reason="r",
+                      version=v)
+    assert verdicts(conn) == [(v, "false_positive")]

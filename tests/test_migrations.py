@@ -272,7 +272,7 @@ def test_version_1_gains_production_verdicts(tmp_path):
     try:
         assert user_version(conn) == 2
         assert {"production_verdict", "verdict_at"} <= set(columns(conn, "fix_history"))
-        assert {"probation_scrapes", "promoted_by"} <= set(columns(conn, "parser_versions"))
+        assert {"probation_scrapes", "promoted_by", "production_verdict"} <= set(columns(conn, "parser_versions"))
         assert rows(conn, "SELECT outcome, production_verdict, verdict_at FROM fix_history ORDER BY fix_id") == [
             {"outcome": "promoted", "production_verdict": "passed", "verdict_at": 10.0},
             {"outcome": "rejected", "production_verdict": None, "verdict_at": None}]

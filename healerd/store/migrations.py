@@ -27,7 +27,7 @@ def _columns(conn: apsw.Connection, table: str) -> set[str]:
 
 def _v1_to_v2(conn: apsw.Connection) -> None:
     """Production verdicts: the probation of a promoted fix (fix_history.production_verdict,
-    parser_versions.probation_scrapes, .promoted_by). The version_snapshots table comes with the schema."""
+    parser_versions.probation_scrapes, .promoted_by, .production_verdict). The version_snapshots table comes with the schema."""
     if "production_verdict" not in _columns(conn, "fix_history"):
         conn.execute("ALTER TABLE fix_history ADD COLUMN production_verdict TEXT")
         conn.execute("ALTER TABLE fix_history ADD COLUMN verdict_at REAL")
@@ -35,6 +35,8 @@ def _v1_to_v2(conn: apsw.Connection) -> None:
         conn.execute("ALTER TABLE parser_versions ADD COLUMN probation_scrapes INTEGER NOT NULL DEFAULT 0")
     if "promoted_by" not in _columns(conn, "parser_versions"):
         conn.execute("ALTER TABLE parser_versions ADD COLUMN promoted_by TEXT")
+    if "production_verdict" not in _columns(conn, "parser_versions"):
+        conn.execute("ALTER TABLE parser_versions ADD COLUMN production_verdict TEXT")
     # Fixes promoted before verdicts existed were judged by the time they ran: call them passed.
     conn.execute("UPDATE fix_history SET production_verdict = 'passed', verdict_at = created_at "
                  "WHERE outcome = 'promoted' AND production_verdict IS NULL")

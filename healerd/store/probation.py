@@ -30,6 +30,23 @@ def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str
     return True
 
 
+def keep_good_page(conn: apsw.Connection, name: str, version: int, url: str, html: str, records=None, *,
+                   sha256: str | None = None, now: float | None = None) -> bool:
+    """After a good scrape: keep the page as `version`'s, but only for a version the daemon put in
+    production (only such a version is ever rolled back or merged, so only its page is ever
+    needed: a fleet on its people's blueprints writes nothing more), and only when it changed."""
+    r = row(conn, "SELECT v.promoted_by, s.sha256 FROM parser_versions v LEFT JOIN version_snapshots s "
+                  "ON s.source_name = v.source_name AND s.version = v.version "
+                  "WHERE v.source_name = ? AND v.version = ?", (name, version))
+    if r is None or r["promoted_by"] != "daemon":
+        return False
+    raw = html.encode("utf-8", errors="replace")
+    sha = sha256 or hashlib.sha256(raw).hexdigest()
+    if r["sha256"] == sha:
+        return False
+    return put_page(conn, name, version, url, html, records, sha256=sha, now=now)
+
+
 def get_page(conn: apsw.Connection, name: str, version: int) -> dict | None:
     """{"url", "fetched_at", "html", "records"} of the last page `version` passed on, or None."""
     r = row(conn, "SELECT url, fetched_at, body, records FROM version_snapshots WHERE source_name = ? AND version = ?",
@@ -42,14 +59,8 @@ def get_page(conn: apsw.Connection, name: str, version: int) -> dict | None:
 
 
 def version_row(conn: apsw.Connection, name: str, version: int) -> dict | None:
-    return row(conn, "SELECT version, origin, status, body, probation_scrapes, promoted_by FROM parser_versions "
-                     "WHERE source_name = ? AND version = ?", (name, version))
-
-
-def pending_fix(conn: apsw.Connection, name: str, version: int) -> int | None:
-    """The promoted fix attempt that brought `version`, while its production verdict is pending."""
-    return scalar(conn, "SELECT fix_id FROM fix_history WHERE source_name = ? AND version = ? AND outcome = 'promoted' "
-                        "AND production_verdict IS NULL ORDER BY fix_id DESC LIMIT 1", (name, version))
+    return row(conn, "SELECT version, origin, status, body, probation_scrapes, promoted_by, production_verdict "
+                     "FROM parser_versions WHERE source_name = ? AND version = ?", (name, version))
 
 
 def count_good_scrape(conn: apsw.Connection, name: str, version: int) -> None:
@@ -57,9 +68,21 @@ def count_good_scrape(conn: apsw.Connection, name: str, version: int) -> None:
                  "WHERE source_name = ? AND version = ?", (name, version))
 
 
-def set_verdict(conn: apsw.Connection, fix_id: int, verdict: str, now: float) -> None:
-    conn.execute("UPDATE fix_history SET production_verdict = ?, verdict_at = ? WHERE fix_id = ?",
-                 (verdict, now, fix_id))
+def set_verdict(conn: apsw.Connection, name: str, version: int, verdict: str, now: float) -> None:
+    """The verdict on `version`, and on the promoted fix that brought it (if it is recorded yet)."""
+    conn.execute("UPDATE parser_versions SET production_verdict = ? WHERE source_name = ? AND version = ?",
+                 (verdict, name, version))
+    adopt_verdict(conn, name, version, now)
+
+
+def adopt_verdict(conn: apsw.Connection, name: str, version: int, now: float) -> None:
+    """A promoted fix recorded after its version was already judged (a scrape can fail, and be
+    rolled back, between the promotion and the Doctor's record of it) takes the version's verdict."""
+    conn.execute("UPDATE fix_history SET production_verdict = (SELECT production_verdict FROM parser_versions "
+                 "WHERE source_name = ? AND version = ?), verdict_at = ? WHERE source_name = ? AND version = ? "
+                 "AND outcome = 'promoted' AND production_verdict IS NULL AND EXISTS (SELECT 1 FROM parser_versions "
+                 "WHERE source_name = ? AND version = ? AND production_verdict IS NOT NULL)",
+                 (name, version, now, name, version, name, version))
 
 
 def audit(conn: apsw.Connection, name: str, state: str, trigger: str, reason: str, now: float) -> None:
