@@ -28,7 +28,9 @@ Ops (args -> result):
       "item_count", "records", "state", "version", "not_modified", "duration_ms"}
   heal {"name"} -> {"name", "outcome", "strategy", "reason", "version", "state"}
   unquarantine {"name", "reason"?} -> status-object
-  history {"name"} -> CONTRACT's `history --json` list
+  history {"name"} -> CONTRACT's `history --json` list; promoted fixes add "production" (null on
+      probation, "passed", "false_positive") and "false_positive"; automatic rollbacks and merges
+      are version entries with "event" ("rollback" | "merge") and "note"
   diff {"name"} -> {"diff", "last_good_at", "current_at"}
   rollback {"name", "to"?} -> {"version", "previous"}
   approve {"name", "version"} -> {"version"}
