@@ -188,3 +188,38 @@ def test_a_heal_whose_live_check_gets_the_other_layout_is_merged_before_promotio
         assert out["ok"] is True and out["version"] == 3, out
     assert fix_rows(d, "dm")[0]["production_verdict"] == "passed"
     assert d.ctl_json("records", "dm", "--limit", "1")[0]["data"] == EXPECTED
+
+
+def test_the_doctor_heals_the_failing_layout_even_when_its_own_fetch_gets_the_good_one(site, daemon_factory,
+                                                                                       tmp_path):
+    """Scripted turns, one request each: the scrape gets B (fails), the Doctor's fetch gets A
+    (passes), so it heals from the page the scrape kept; the Deployer gets B and promotes v2.
+    Then v2 fails on A and v1 comes back (one turn); v1 fails on B where v2 passes: the two took
+    turns, so they are merged, and every later scrape passes on either layout."""
+    cfg = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["builtin"]')
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    add(d, tmp_path, "dl", site.url("/stats"), dict(LISTING_BP, every="1h"))
+    assert d.ctl_json("run", "dl")["ok"] is True
+    served = alternate(site, "/stats", listing_v1(), listing_v2(), script="BAB")
+    assert d.ctl_json("run", "dl")["ok"] is False
+    d.wait_for(lambda: (s := d.ctl_json("status", "dl"))["version"] == 2 and s, timeout=60, what="v2 promoted")
+    assert served[:3] == ["B", "A", "B"]
+    fixes = fix_rows(d, "dl")
+    assert [(f["strategy"], f["outcome"], f["version"]) for f in fixes] == [("builtin", "promoted", 2)]
+    # From here the site keeps alternating: within two more scrapes the two versions took turns
+    # (one rollback) and were merged; then every scrape passes on either layout.
+    def merged():
+        d.ctl_json("run", "dl")
+        s = d.ctl_json("status", "dl")
+        return s["state"] == "ACTIVE" and isinstance(s["blueprint"]["fields"]["score"]["css"], list) and s
+
+    st = d.wait_for(merged, timeout=60, what="the merge")
+    assert st["version"] == 3
+    for _ in range(4):
+        again = d.ctl_json("run", "dl")
+        assert again["ok"] is True and again["version"] == 3, again
+    assert {"A", "B"} <= set(served[-4:])
+    assert [e["trigger"] for e in d.ctl_json("status", "dl")["events"] if e["trigger"] in ("rollback", "merge")] \
+        == ["merge", "rollback"]
+    assert d.ctl_json("records", "dl", "--limit", "1")[0]["data"] == EXPECTED
