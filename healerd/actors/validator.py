@@ -118,7 +118,10 @@ class Validator(ServiceActor):
             counts, last_good = self._history(job.name)
             outcome = judge(page, counts, last_good)
             if not outcome.ok and outcome.error_type in errors.HEALABLE_BY_SELECTORS and page.html is not None:
-                outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
+                try:
+                    outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
+                except Exception:   # no plan: the failure goes to the Doctor as it would have
+                    log.exception("could not try the previous version of %s", job.name)
             good = (outcome.data, outcome.item_count) if outcome.ok and not outcome.not_modified else None
             if outcome.plan is not None:   # the version that comes in passed on this page
                 good = (outcome.plan["data"], outcome.plan["item_count"])
