@@ -161,6 +161,10 @@ def test_a_fix_failing_where_the_previous_fails_too_is_healed_and_counted(site, 
     assert "false positive" in r.stdout, r.stdout
     r = d.ctl("stats", "--window", "1h")
     assert r.returncode == 0 and "false positive rate" in r.stdout and "< 5.0 %" in r.stdout, r.stdout
+    assert "50.0 %   1/2" in r.stdout and "missed" in r.stdout, r.stdout
+    for bad in ("soon", "0", "-5m"):
+        r = d.ctl("stats", "--window", bad)
+        assert r.returncode == 2 and "Invalid value for '--window'" in r.stderr, r.stderr
 
 
 def test_a_heal_whose_live_check_gets_the_other_layout_is_merged_before_promotion(site, daemon_factory, tmp_path):
