@@ -103,7 +103,10 @@ CREATE TABLE IF NOT EXISTS fix_history (
     fingerprint       TEXT,                 -- failure fingerprint (systemic breaker, memory)
     duration_ms       REAL,
     failure_started_at REAL,                -- first failed scrape of this episode (recovery time)
-    created_at        REAL NOT NULL
+    created_at        REAL NOT NULL,
+    production_verdict TEXT,                -- a promoted fix in production: NULL while on probation,
+                                            -- 'passed' or 'false_positive' (failed within its probation)
+    verdict_at        REAL
 );
 CREATE INDEX IF NOT EXISTS fix_history_by_source ON fix_history(source_name, created_at);
 CREATE INDEX IF NOT EXISTS fix_history_by_fp ON fix_history(fingerprint, created_at);
@@ -121,6 +124,10 @@ CREATE TABLE IF NOT EXISTS parser_versions (
     note        TEXT NOT NULL DEFAULT '',
     created_at  REAL NOT NULL,
     promoted_at REAL,
+    probation_scrapes INTEGER NOT NULL DEFAULT 0,   -- good scrapes since its last promotion
+    promoted_by TEXT,                               -- who last promoted it: 'daemon' | 'person'
+    production_verdict TEXT,                        -- an automatic version's probation: NULL (on it or
+                                                    -- never judged), 'passed', 'false_positive'
     UNIQUE (source_name, version)
 );
 -- Production is always exactly one whole version per source.
@@ -138,6 +145,19 @@ CREATE TABLE IF NOT EXISTS snapshots (
     sha256      TEXT NOT NULL,
     records     TEXT,                        -- JSON of what the production parser extracted from it
     PRIMARY KEY (source_name, kind)
+);
+
+-- The last page each parser version passed on (one per layout a site serves):
+-- a merged parser is proved on these before it is promoted.
+CREATE TABLE IF NOT EXISTS version_snapshots (
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,
+    version     INTEGER NOT NULL,
+    url         TEXT NOT NULL,
+    fetched_at  REAL NOT NULL,
+    body        BLOB NOT NULL,
+    sha256      TEXT NOT NULL,
+    records     TEXT,                        -- JSON of what that version extracted from it
+    PRIMARY KEY (source_name, version)
 );
 
 -- Scraped output, newest kept up to the retention limit per source.

@@ -11,6 +11,9 @@ A blueprint is TOML or the same structure in JSON (docs/REFERENCE.md, "Blueprint
     attr = "href"                         # optional
     required = true                       # default
 
+A field's `css` (and `items`) may also be a list of selectors, tried in order: the
+first that matches wins. One parser then reads two layouts a site serves at once.
+
 Optional extras: `[headers]` and `[cookies]` (sent with every request; treated as
 secrets), `fetch = "browser"` (render the page in a real browser; default "http") with
 `wait_for = "<css>"` (browser only: wait until the selector matches), and `parser` (Python source defining `parse(html) -> dict | list[dict]`,
@@ -50,15 +53,21 @@ class BlueprintError(ValueError):
 @dataclass(frozen=True)
 class FieldSpec:
     name: str
-    css: str | None
+    css: str | None                   # the first (primary) selector
     type: str = "str"
     attr: str | None = None
     required: bool = True
+    fallbacks: tuple[str, ...] = ()   # further selectors, tried in order when `css` matches nothing
+
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        """Every selector of the field, in the order they are tried."""
+        return ((self.css,) if self.css is not None else ()) + self.fallbacks
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
         if self.css is not None:
-            d["css"] = self.css
+            d["css"] = [self.css, *self.fallbacks] if self.fallbacks else self.css
         d["type"] = self.type
         if self.attr is not None:
             d["attr"] = self.attr
@@ -78,6 +87,12 @@ class Blueprint:
     parser: str | None = None
     fetch: str = "http"                 # "http" or "browser" (rendered by a real browser)
     wait_for: str | None = None         # browser only: a CSS selector to wait for after load
+    items_fallbacks: tuple[str, ...] = ()   # further `items` selectors, tried in order
+
+    @property
+    def items_selectors(self) -> tuple[str, ...]:
+        """Every `items` selector, in the order they are tried (empty without `items`)."""
+        return ((self.items,) if self.items is not None else ()) + self.items_fallbacks
 
     @property
     def kind(self) -> str:
@@ -90,7 +105,7 @@ class Blueprint:
             d["url"] = self.url
         d["every"] = self.every
         if self.items is not None:
-            d["items"] = self.items
+            d["items"] = [self.items, *self.items_fallbacks] if self.items_fallbacks else self.items
         d["fields"] = {name: f.to_dict() for name, f in self.fields.items()}
         if self.headers:
             d["headers"] = dict(self.headers)
@@ -107,7 +122,11 @@ class Blueprint:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    def with_fields(self, fields: dict[str, FieldSpec], items: str | None | type = ...) -> "Blueprint":
+    def with_fields(self, fields: dict[str, FieldSpec], items: str | None | type = ...,
+                    items_fallbacks: tuple[str, ...] | type = ...) -> "Blueprint":
+        # A new primary `items` drops the old fallbacks unless they are given too.
+        if items_fallbacks is ...:
+            items_fallbacks = self.items_fallbacks if items is ... else ()
         return Blueprint(
             fields=fields,
             url=self.url,
@@ -118,6 +137,7 @@ class Blueprint:
             parser=self.parser,
             fetch=self.fetch,
             wait_for=self.wait_for,
+            items_fallbacks=items_fallbacks,
         )
 
     def with_url(self, url: str) -> "Blueprint":
@@ -138,6 +158,21 @@ def check_selector(css: str, key: str) -> None:
         _PROBE.css(css)
     except Exception as exc:  # selectolax raises its own error type
         raise BlueprintError(key, f"selectolax cannot parse the selector {css!r} ({exc})") from None
+
+
+def check_selectors(value: Any, key: str) -> tuple[str, tuple[str, ...]]:
+    """A selector or a non-empty list of selectors (tried in order), each checked:
+    (the first, the rest)."""
+    if isinstance(value, list):
+        if not value:
+            raise BlueprintError(key, "expected a CSS selector or a non-empty list of them")
+        for i, css in enumerate(value):
+            check_selector(css, f"{key}[{i}]")
+        if len(set(value)) != len(value):
+            raise BlueprintError(key, "the same selector is listed twice")
+        return value[0], tuple(value[1:])
+    check_selector(value, key)
+    return value, ()
 
 
 def check_url(url: Any, key: str = "url") -> str:
@@ -194,8 +229,9 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
             raise BlueprintError("parser", exc.reason) from None
 
     items = data.get("items")
+    items_fallbacks: tuple[str, ...] = ()
     if items is not None:
-        check_selector(items, "items")
+        items, items_fallbacks = check_selectors(items, "items")
 
     fetch = data.get("fetch", "http")
     if fetch not in FETCH_MODES:
@@ -220,11 +256,12 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         if unknown:
             raise BlueprintError(f"{key}.{unknown[0]}", "unknown key (known: attr, css, required, type)")
         css = spec.get("css")
+        fallbacks: tuple[str, ...] = ()
         if css is None:
             if parser is None:
                 raise BlueprintError(f"{key}.css", "missing: every field needs a CSS selector")
         else:
-            check_selector(css, f"{key}.css")
+            css, fallbacks = check_selectors(css, f"{key}.css")
         ftype = spec.get("type", "str")
         if ftype not in FIELD_TYPES:
             raise BlueprintError(f"{key}.type", f"expected one of {', '.join(FIELD_TYPES)}; got {ftype!r}")
@@ -234,7 +271,7 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         required = spec.get("required", True)
         if not isinstance(required, bool):
             raise BlueprintError(f"{key}.required", "expected true or false")
-        fields[name] = FieldSpec(name=name, css=css, type=ftype, attr=attr, required=required)
+        fields[name] = FieldSpec(name=name, css=css, type=ftype, attr=attr, required=required, fallbacks=fallbacks)
 
     return Blueprint(
         fields=fields,
@@ -246,6 +283,7 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         parser=parser,
         fetch=fetch,
         wait_for=wait_for,
+        items_fallbacks=items_fallbacks,
     )
 
 

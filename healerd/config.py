@@ -60,6 +60,7 @@ class DoctorSection:
     review_changes: int = 5               # more automatic parser changes than this ...
     review_window: float = 7 * 86400.0    # ... in this window -> FLAGGED_FOR_REVIEW
     timeout_backoff: float = 30.0         # first retry after a TIMEOUT; doubles, capped at the interval
+    probation: int = 3                    # a promoted fix failing within this many scrapes is a false positive
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,8 @@ def _check(cfg: Config) -> None:
         raise ConfigError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {cfg.healer.kind!r}")
     if cfg.daemon.scrapers < 1:
         raise ConfigError("[daemon] scrapers: at least 1")
+    if cfg.doctor.probation < 1:
+        raise ConfigError("[doctor] probation: at least 1")
     if cfg.fetch.per_host_concurrency < 1:
         raise ConfigError("[fetch] per_host_concurrency: at least 1")
     if not cfg.healer.timeouts:

@@ -22,7 +22,7 @@ from healerd.control.protocol import ControlError, RawJSON
 from healerd.htmldiff import structural_diff
 from healerd.lifecycle import IllegalTransition, human_refusal
 from healerd.store import alerts as alerts_store
-from healerd.store import fixes, records, snapshots, sources, versions
+from healerd.store import fixes, probation, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
 from healerd.timeutil import iso
 
@@ -139,16 +139,21 @@ class ControlOps:
         cache[1][table] = out
         return out
 
+    def op_stats(self, window_s: float = 7 * 86400.0):
+        """The fleet's success metrics over the last `window_s` seconds (healerd.stats)."""
+        from healerd.stats import compute
+        from healerd.store.stats import window_rows
+
+        if isinstance(window_s, bool) or not isinstance(window_s, (int, float)) or not window_s > 0:
+            raise ControlError("bad_request", "window_s must be a number of seconds > 0")
+        got = window_rows(self.conn, time.time() - float(window_s))
+        return compute(window_s=float(window_s), **got)
+
     def op_history(self, name: str):
         check_name(name)
         sources.get(self.conn, name)
-        entries = versions.history_entries(self.conn, name) + fixes.history_entries(self.conn, name)
-        origins = {e["version"]: e["origin"] for e in entries if e["kind"] == "version"}
-        for ev in sources.audit_entries(self.conn, name, ("rollback",)):
-            to = int(ev["reason"].rsplit(" ", 1)[-1]) if ev["reason"].rsplit(" ", 1)[-1].isdigit() else None
-            entries.append({"kind": "version", "event": "rollback", "at": iso(ev["at"]), "_t": ev["at"],
-                            "version": to, "origin": origins.get(to, "human"), "status": "production",
-                            "note": ev["reason"]})
+        entries = (versions.history_entries(self.conn, name) + fixes.history_entries(self.conn, name)
+                   + probation.history_entries(self.conn, name))
         entries.sort(key=lambda e: (e["_t"], 0 if e["kind"] == "version" else 1), reverse=True)
         for e in entries:
             e.pop("_t", None)

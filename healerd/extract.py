@@ -2,6 +2,8 @@
 
 - Parse with selectolax's lexbor backend.
 - Without `items`: each field's selector on the whole document, first match.
+- A field (or `items`) with a list of selectors tries them in order: the first
+  selector that matches a node wins (for `items`: the first that matches any).
 - With `items`: each node `items` matches is one record, in document order; each
   field is `item.css_first(css)`.
 - A value is `node.text(deep=True, separator="")` with whitespace collapsed, or the
@@ -74,11 +76,29 @@ class Extraction:
     item_count: int | None  # None for single-record blueprints
 
 
+def first_node(root, selectors: tuple[str, ...]):
+    """The first match of the first selector that matches anything under `root`, or None."""
+    for css in selectors:
+        node = root.css_first(css)
+        if node is not None:
+            return node
+    return None
+
+
+def item_nodes(tree, selectors: tuple[str, ...]) -> list:
+    """The item nodes of the first `items` selector that matches any node."""
+    for css in selectors:
+        nodes = tree.css(css)
+        if nodes:
+            return nodes
+    return []
+
+
 def _record(root, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
     data: dict[str, Any] = {}
     raw: dict[str, str | None] = {}
     for name, spec in fields.items():
-        value = node_value(root.css_first(spec.css), spec.attr) if spec.css else None
+        value = node_value(first_node(root, spec.selectors), spec.attr) if spec.css else None
         raw[name] = value
         data[name] = coerce(value, spec.type)
     return data, raw
@@ -89,7 +109,7 @@ def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint) -> Extra
     tree = page if isinstance(page, LexborHTMLParser) else parse_html(page)
     if blueprint.items:
         data_list, raw_list = [], []
-        for item in tree.css(blueprint.items):
+        for item in item_nodes(tree, blueprint.items_selectors):
             d, r = _record(item, blueprint.fields)
             data_list.append(d)
             raw_list.append(r)

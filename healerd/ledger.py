@@ -25,7 +25,7 @@ from healerd.blueprint import Blueprint
 from healerd.config import Config
 from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
 from healerd.store import alerts as alerts_store
-from healerd.store import fixes, records, snapshots, sources, tasks, versions
+from healerd.store import fixes, probation, records, snapshots, sources, tasks, versions
 from healerd.store.db import row, rows, scalar
 from healerd.timeutil import iso
 
@@ -60,6 +60,7 @@ class ScrapeOutcome:
     permanent_redirect: str | None = None
     dns_failure: bool = False
     request_id: str | None = None
+    plan: dict | None = None      # production.Plan.to_dict(): a rollback or merge instead of healing
 
     def summary(self, state: str) -> dict:
         return {
@@ -192,6 +193,9 @@ class Ledger:
             if src is None:  # removed while the scrape was in flight
                 fx.result = o.summary("REMOVED")
                 return fx
+            self._judge_probation(src, o, now)
+            if not o.ok and o.plan is not None:
+                o = self._apply_plan(src, o, now, fx) or o
             if o.ok:
                 self._record_success(src, o, now, fx)
             else:
@@ -199,10 +203,79 @@ class Ledger:
             fx.result = o.summary(self.model(o.name).state)
         return fx
 
+    # -- production: probation, rollback, merge ------------------------------------------
+    def _judge_probation(self, src: dict, o: ScrapeOutcome, now: float) -> None:
+        """A scrape by a version the daemon promoted counts towards its probation; a parser
+        failure within it makes it (and the fix that promoted it) a production false positive."""
+        from healerd.production import probation_verdict
+
+        if o.version is None or o.version != src["current_version"] or o.not_modified:
+            return
+        v = probation.version_row(self.conn, o.name, o.version)
+        if v is None or v["origin"] == "human" or v["promoted_by"] != versions.DAEMON or v["production_verdict"]:
+            return
+        verdict = probation_verdict(v["probation_scrapes"], o.ok, o.error_type, self.config.doctor.probation)
+        if o.ok:
+            probation.count_good_scrape(self.conn, o.name, o.version)
+        if verdict:
+            probation.set_verdict(self.conn, o.name, o.version, verdict, now)
+
+    def _apply_plan(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> ScrapeOutcome | None:
+        """The Validator's plan for a failing production version: the previous version comes
+        back, or the two are merged — no fix attempt spent on a rollback. Returns the scrape
+        as the version now in production gives it, or None when the plan no longer applies
+        (production moved since the Validator looked)."""
+        from dataclasses import replace
+
+        from healerd.blueprint import from_json
+        from healerd.production import MERGE, ROLLBACK
+
+        name, plan = o.name, o.plan
+        if src["current_version"] != o.version or plan.get("action") not in (ROLLBACK, MERGE):
+            return None
+        state = self.model(name).state
+        action = plan["action"]
+        if action == MERGE and src["flagged_for_review"]:
+            action = ROLLBACK   # parser changes wait for a person; a known version may come back
+            plan = {**plan, "to_version": plan["merged_from"][0]}
+        if action == ROLLBACK:
+            to = plan["to_version"]
+            target = probation.version_row(self.conn, name, to)
+            if target is None or target["status"] != "archived":
+                return None
+            versions.promote(self.conn, name, to, now=now, by=versions.DAEMON)
+            reason = probation.rollback_reason(o.version, to, plan["reason"])
+            probation.audit(self.conn, name, state, "rollback", reason, now)
+            fx.alert("HEALED", name, f"{reason}; no fix attempt spent", level="info",
+                     details={"rollback": True, "version": to, "from": o.version}, state=state)
+            new = to
+        else:
+            bp = from_json(plan["merged"])
+            a, b = plan["merged_from"]
+            note = f"merged versions {a} and {b}: both layouts the site serves"
+            same = probation.version_with_body(self.conn, name, bp.to_json())
+            new = same["version"] if same else versions.create(self.conn, name, bp, origin="builtin",
+                                                               status="staging", note=note, now=now)
+            versions.promote(self.conn, name, new, validation={"proved_on": plan.get("proof")}, now=now,
+                             by=versions.DAEMON)
+            reason = f"{plan['reason']} (version {new})"
+            fixes.record(self.conn, source_name=name, error_type=o.error_type or errors.PARSE_ERROR, strategy="merge",
+                         outcome="promoted", reason=reason, patch=bp.to_json(), deployed_to="PRODUCTION",
+                         version=new, fingerprint=o.fingerprint, duration_ms=0.0,
+                         failure_started_at=src["failing_since"] or o.started_at, now=now)
+            probation.audit(self.conn, name, state, "merge", reason, now)
+            fx.alert("HEALED", name, f"merge fix promoted as version {new}: {reason}", level="info",
+                     details={"strategy": "merge", "version": new, "merged_from": [a, b]}, state=state)
+        return replace(o, ok=True, version=new, data=plan["data"], item_count=plan.get("item_count"),
+                       validation=plan.get("validation"), error_type=None, error=None, fingerprint=None, plan=None)
+
     def _record_success(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
         name = o.name
         if not o.not_modified:
             records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
+            if o.html is not None and o.version is not None:
+                probation.keep_good_page(self.conn, name, o.version, o.url, o.html, o.data, sha256=o.page_sha,
+                                         now=now)
             good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
             if o.html is not None and (good != o.page_sha or o.page_sha is None):
                 snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now,
@@ -391,6 +464,8 @@ class Ledger:
                          reason=reason, diagnosis_context=context, patch=patch, validation=validation,
                          deployed_to=deployed_to, version=version, fingerprint=fingerprint, duration_ms=duration_ms,
                          failure_started_at=h["failing_since"], now=now)
+            if outcome == "promoted" and version is not None:
+                probation.adopt_verdict(self.conn, name, version, now)
             used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
                                             after=h["attempts_since"])
             failed = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
@@ -476,12 +551,18 @@ class Ledger:
         return versions.create(self.conn, name, bp, origin=origin, status="staging", validation=validation, note=note,
                                now=self.clock())
 
-    def promote(self, name: str, version: int, validation: dict | None = None, url: str | None = None) -> Effects:
-        """Production pointer moves to `version`, the old one archived — one transaction."""
+    def promote(self, name: str, version: int, validation: dict | None = None, url: str | None = None,
+                by: str | None = None, page: dict | None = None) -> Effects:
+        """Production pointer moves to `version`, the old one archived — one transaction.
+
+        `page` ({"url", "html", "records"}): the live page it was validated on, kept as the
+        version's page (a later merge of two layouts is proved on it)."""
         fx = Effects()
         now = self.clock()
         with self.conn:
-            prev = versions.promote(self.conn, name, version, validation=validation, now=now)
+            prev = versions.promote(self.conn, name, version, validation=validation, now=now, by=by)
+            if page:
+                probation.put_page(self.conn, name, version, page["url"], page["html"], page.get("records"), now=now)
             if url:
                 self.conn.execute("UPDATE sources SET url = ?, host = ?, etag = NULL, last_modified = NULL "
                                   "WHERE name = ?", (url, sources.host_of(url), name))
@@ -507,7 +588,8 @@ class Ledger:
                     f"(use `healerctl approve` for staged ones)")
             url = json.loads(v["body"]).get("url")
             current = sources.get(self.conn, name)["current_version"]
-            fx = self.promote(name, to, url=url if url and url != sources.get(self.conn, name)["url"] else None)
+            fx = self.promote(name, to, url=url if url and url != sources.get(self.conn, name)["url"] else None,
+                              by=versions.PERSON)
             # Recorded for `history` (a version event) and the audit trail.
             sources.audit(self.conn, name, "rollback", f"rolled back from version {current} to version {to}",
                           self.clock())
@@ -518,7 +600,7 @@ class Ledger:
             v = versions.get(self.conn, name, version)
             if v["status"] != "staging":
                 raise versions.VersionNotFound(f"version {version} of {name!r} is {v['status']}, not staged")
-            fx = self.promote(name, version)
+            fx = self.promote(name, version, by=versions.PERSON)
             self.conn.execute("UPDATE source_health SET flagged_for_review = 0 WHERE source_name = ?", (name,))
             self.conn.execute("UPDATE sources SET review_approved_until = ? WHERE name = ?",
                               (self.clock() + self.config.doctor.review_window, name))

@@ -262,3 +262,11 @@ def test_config_is_immutable():
     cfg = Config()
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.daemon.scrapers = 1
+
+
+def test_probation_is_a_whole_number_of_scrapes_at_least_one():
+    assert Config().doctor.probation == 3
+    assert from_dict({"doctor": {"probation": 5}}).doctor.probation == 5
+    for bad in (0, -1, "3", 2.5):
+        with pytest.raises(ConfigError, match=r"\[doctor\] probation"):
+            from_dict({"doctor": {"probation": bad}})

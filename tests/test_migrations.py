@@ -36,9 +36,12 @@ def add_region(conn) -> None:
     conn.execute("ALTER TABLE sources ADD COLUMN region TEXT NOT NULL DEFAULT 'eu'")
 
 
+V = migrations.SCHEMA_VERSION
+
+
 @pytest.fixture
 def v1_db(tmp_path):
-    """A database at schema version 1 holding two sources; returns its path."""
+    """A database at the current schema version holding two sources; returns its path."""
     path = tmp_path / "healerd.db"
     conn = open_db(path)
     sources.add(conn, "alpha", blueprint(), now=1000.0)
@@ -50,7 +53,7 @@ def v1_db(tmp_path):
 def test_new_database_gets_the_schema_and_its_version(tmp_path):
     conn = open_db(tmp_path / "sub" / "healerd.db")
     try:
-        assert user_version(conn) == migrations.SCHEMA_VERSION == 1
+        assert user_version(conn) == migrations.SCHEMA_VERSION == 2
         tables = {r["name"] for r in rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"sources", "source_health", "source_events", "task_queue", "parser_versions"} <= tables
         assert scalar(conn, "PRAGMA journal_mode") == "wal"
@@ -63,14 +66,14 @@ def test_reopening_is_a_no_op(v1_db):
     conn = connect(v1_db)
     before = schema_objects(conn)
     data_before = rows(conn, "SELECT * FROM sources ORDER BY name")
-    assert migrations.upgrade(conn, db.schema_text()) == 1
-    assert user_version(conn) == 1
+    assert migrations.upgrade(conn, db.schema_text()) == V
+    assert user_version(conn) == V
     assert schema_objects(conn) == before
     assert rows(conn, "SELECT * FROM sources ORDER BY name") == data_before
     conn.close()
     conn = open_db(v1_db)
     try:
-        assert user_version(conn) == 1
+        assert user_version(conn) == V
         assert sources.names(conn) == ["alpha", "beta"]
     finally:
         conn.close()
@@ -80,15 +83,15 @@ def test_in_place_upgrade_keeps_the_data(v1_db):
     conn = connect(v1_db)
     try:
         before = rows(conn, "SELECT * FROM sources ORDER BY name")
-        assert migrations.upgrade(conn, db.schema_text(), target=2, steps={1: add_region}) == 1
-        assert user_version(conn) == 2
+        assert migrations.upgrade(conn, db.schema_text(), target=V + 1, steps={V: add_region}) == V
+        assert user_version(conn) == V + 1
         assert "region" in columns(conn, "sources")
         after = rows(conn, "SELECT * FROM sources ORDER BY name")
         assert [{k: v for k, v in r.items() if k != "region"} for r in after] == before
         assert [r["region"] for r in after] == ["eu", "eu"]
         assert sources.states(conn) == {"alpha": "ACTIVE", "beta": "ACTIVE"}
         # At the target already: nothing runs again.
-        assert migrations.upgrade(conn, db.schema_text(), target=2, steps={1: add_region}) == 2
+        assert migrations.upgrade(conn, db.schema_text(), target=V + 1, steps={V: add_region}) == V + 1
     finally:
         conn.close()
 
@@ -106,9 +109,9 @@ def test_steps_run_one_after_another(v1_db):
 
     conn = connect(v1_db)
     try:
-        migrations.upgrade(conn, db.schema_text(), target=3, steps={1: step1, 2: step2})
+        migrations.upgrade(conn, db.schema_text(), target=V + 2, steps={V: step1, V + 1: step2})
         assert ran == [1, 2]
-        assert user_version(conn) == 3
+        assert user_version(conn) == V + 2
         assert rows(conn, "SELECT name, region FROM sources ORDER BY name") == [
             {"name": "alpha", "region": "eu"}, {"name": "beta", "region": "us"}]
     finally:
@@ -117,17 +120,17 @@ def test_steps_run_one_after_another(v1_db):
 
 def test_a_newer_database_is_refused_clearly(v1_db):
     conn = connect(v1_db)
-    migrations.upgrade(conn, db.schema_text(), target=2, steps={1: add_region})
+    migrations.upgrade(conn, db.schema_text(), target=V + 1, steps={V: add_region})
     conn.close()
-    # This healerd knows version 1 only.
+    # This healerd knows version V only.
     with pytest.raises(migrations.SchemaTooNew) as exc:
         open_db(v1_db)
     msg = str(exc.value)
-    assert "schema version 2" in msg and "newer than this healerd knows (1)" in msg
+    assert f"schema version {V + 1}" in msg and f"newer than this healerd knows ({V})" in msg
     assert "--state-dir" in msg
     conn = connect(v1_db)
     try:
-        assert user_version(conn) == 2
+        assert user_version(conn) == V + 1
         assert "region" in columns(conn, "sources")
         assert sources.names(conn) == ["alpha", "beta"]
     finally:
@@ -144,9 +147,9 @@ def test_a_failing_step_leaves_the_old_version(v1_db):
     try:
         before = schema_objects(conn)
         with pytest.raises(RuntimeError, match="step 1 went wrong"):
-            migrations.upgrade(conn, db.schema_text(), target=2, steps={1: broken})
+            migrations.upgrade(conn, db.schema_text(), target=V + 1, steps={V: broken})
         assert not conn.in_transaction
-        assert user_version(conn) == 1
+        assert user_version(conn) == V
         assert "region" not in columns(conn, "sources")
         assert schema_objects(conn) == before
         assert sources.names(conn) == ["alpha", "beta"]
@@ -157,9 +160,9 @@ def test_a_failing_step_leaves_the_old_version(v1_db):
 def test_a_missing_step_is_named_and_nothing_changes(v1_db):
     conn = connect(v1_db)
     try:
-        with pytest.raises(RuntimeError, match="no migration step from schema version 2 to 3"):
-            migrations.upgrade(conn, db.schema_text(), target=3, steps={1: add_region})
-        assert user_version(conn) == 1
+        with pytest.raises(RuntimeError, match=f"no migration step from schema version {V + 1} to {V + 2}"):
+            migrations.upgrade(conn, db.schema_text(), target=V + 2, steps={V: add_region})
+        assert user_version(conn) == V
         assert "region" not in columns(conn, "sources")
     finally:
         conn.close()
@@ -236,5 +239,43 @@ def test_a_read_only_connection_cannot_write(v1_db):
         assert sources.names(conn) == ["alpha", "beta"]
         with pytest.raises(apsw.ReadOnlyError):
             conn.execute("DELETE FROM sources")
+    finally:
+        conn.close()
+
+
+V1_FIX_HISTORY = """CREATE TABLE fix_history (fix_id INTEGER PRIMARY KEY AUTOINCREMENT, source_name TEXT NOT NULL,
+    error_type TEXT NOT NULL, strategy TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+    diagnosis_context TEXT, patch_generated TEXT, validation_result TEXT, deployed_to TEXT, version INTEGER,
+    fingerprint TEXT, duration_ms REAL, failure_started_at REAL, created_at REAL NOT NULL)"""
+V1_PARSER_VERSIONS = """CREATE TABLE parser_versions (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE, version INTEGER NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'selectors', body TEXT NOT NULL, origin TEXT NOT NULL, status TEXT NOT NULL,
+    validation TEXT, note TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL, promoted_at REAL,
+    UNIQUE (source_name, version))"""
+
+
+def test_version_1_gains_production_verdicts(tmp_path):
+    """A real version-1 database (fix_history and parser_versions without the probation columns)
+    is upgraded in place: the columns appear, old promoted fixes count as passed, nothing is lost."""
+    path = tmp_path / "healerd.db"
+    conn = connect(path)
+    try:
+        conn.execute(V1_FIX_HISTORY)
+        conn.execute(V1_PARSER_VERSIONS)
+        conn.execute("CREATE TABLE sources (name TEXT PRIMARY KEY)")
+        conn.execute("INSERT INTO fix_history (source_name, error_type, strategy, outcome, created_at) VALUES "
+                     "('a', 'PARSE_ERROR', 'builtin', 'promoted', 10.0), ('a', 'PARSE_ERROR', 'builtin', 'rejected', 11.0)")
+        conn.execute("PRAGMA user_version = 1")
+    finally:
+        conn.close()
+    conn = open_db(path)
+    try:
+        assert user_version(conn) == 2
+        assert {"production_verdict", "verdict_at"} <= set(columns(conn, "fix_history"))
+        assert {"probation_scrapes", "promoted_by", "production_verdict"} <= set(columns(conn, "parser_versions"))
+        assert rows(conn, "SELECT outcome, production_verdict, verdict_at FROM fix_history ORDER BY fix_id") == [
+            {"outcome": "promoted", "production_verdict": "passed", "verdict_at": 10.0},
+            {"outcome": "rejected", "production_verdict": None, "verdict_at": None}]
+        assert "version_snapshots" in {r["name"] for r in rows(conn, "SELECT name FROM sqlite_master")}
     finally:
         conn.close()

@@ -376,6 +376,18 @@ def _rollback(run: Run, cmd: Command) -> None:
     assert [e["version"] for e in got] == [3], got
 
 
+@handles("healerctl stats --window 7d")
+def _stats(run: Run, cmd: Command) -> None:
+    r = run.run(cmd)
+    assert r.stdout.startswith("fleet metrics over the last 7d"), r.stdout
+    for line in ("fix success rate", "false positive rate", "quarantine rate", "median recovery", "p90 recovery",
+                 "heals by rung:", "external healer calls:"):
+        assert line in r.stdout, r.stdout
+    assert ">= 80.0 %" in r.stdout and "< 5.0 %" in r.stdout and "< 10.0 %" in r.stdout, r.stdout
+    got = run.call("stats", window_s=7 * 86400)
+    assert got["window_s"] == 7 * 86400 and got["fixes_promoted"] >= 1 and got["heals_by_rung"]["builtin"] >= 1
+
+
 @handles("healerctl approve scores 3")
 def _approve(run: Run, cmd: Command) -> None:
     r = run.run(cmd)

@@ -154,7 +154,9 @@ class Alerter(pykka.ThreadingActor):
 
     def _emit(self, a: Alert) -> None:
         now = time.time()
-        if not self.deduper.should_send(a.source, a.event, a.state, now):
+        # An automatic rollback is other news than the fix it undoes: deduplicated on its own.
+        key = f"{a.event}/rollback" if (a.details or {}).get("rollback") else a.event
+        if not self.deduper.should_send(a.source, key, a.state, now):
             log.debug("alert %s for %s deduplicated", a.event, a.source)
             return
         alert = {

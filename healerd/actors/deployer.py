@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from healerd.actors.base import ServiceActor
 from healerd.actors.scraper import run_parser_on
 from healerd.blueprint import Blueprint, from_json
-from healerd.deploy import PROMOTE, STAGE, judge
+from healerd.deploy import PROMOTE, REJECT, STAGE, judge
 from healerd.fetch import FetchError
 from healerd.store import snapshots, versions
 from healerd.store.db import row
@@ -30,6 +30,7 @@ class Deploy:
     candidate_json: str
     origin: str          # builtin | memory | external | human
     note: str = ""
+    page_html: str | None = None   # the page the candidate was made for (the Doctor's diagnosis page)
 
 
 UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
@@ -114,13 +115,58 @@ class Deployer(ServiceActor):
         verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged,
                         status=page.status)
+        if verdict.action == REJECT and msg.page_html and msg.page_html != page.text:
+            merged = self._merge_layouts(msg, candidate, production, prod_ex, page, counts, good, flagged, version)
+            if merged is not None:
+                return merged
         validation = verdict.to_dict()
         if verdict.action == PROMOTE:
             self.registry.write("promote", name, version, validation,
-                                url=candidate.url if candidate.url and candidate.url != src["url"] else None)
+                                url=candidate.url if candidate.url and candidate.url != src["url"] else None,
+                                page={"url": url, "html": page.text, "records": cand_ex.data})
             log.info("promoted %s version %s (%s), was %s", name, version, msg.origin, prod_version)
             return deploy_result("promoted", version, verdict.reason, validation)
         if verdict.action == STAGE:
             return deploy_result("staged", version, verdict.reason, validation)
         self.registry.write("reject_version", name, version, verdict.reason, validation)
         return deploy_result("rejected", version, verdict.reason, validation)
+
+    def _merge_layouts(self, msg: Deploy, candidate: Blueprint, production: Blueprint, prod_ex, page, counts, good,
+                       flagged: bool, version: int) -> dict | None:
+        """The candidate reads the page it was made for but not the live page, which production
+        reads: the site serves two layouts at once. One parser with both selectors per field,
+        proved on both pages and judged on the live page, replaces the candidate. None: no merge."""
+        from healerd.production import ProofPage, merge_and_prove, trial
+
+        live = trial(0, production, page.text, extraction=prod_ex, recent_counts=counts,
+                     last_good=good["records"] if good else None, status=page.status)
+        made_for = trial(0, candidate, msg.page_html, recent_counts=counts,
+                         last_good=good["records"] if good else None)
+        if not live.passed or not made_for.passed:
+            return None
+        merged, why = merge_and_prove(production, candidate, [
+            ProofPage("the live page", page.text, live.extraction.data, page.status),
+            ProofPage("the page the candidate was made for", msg.page_html, made_for.extraction.data)],
+            recent_counts=counts)
+        if merged is None:
+            log.info("%s: the candidate reads one layout only and no merge holds: %s", msg.name, "; ".join(why[:2]))
+            return None
+        self.registry.write("reject_version", msg.name, version,
+                            "reads one of two layouts the site serves: merged with production instead")
+        mv = self.registry.write("stage_version", msg.name, merged, msg.origin,
+                                 f"{msg.note}; merged with production: both layouts the site serves")
+        merged_ex = run_parser_on(merged, page.text)
+        verdict = judge(merged, production, merged_ex, page.text, production_ex=prod_ex, recent_counts=counts,
+                        last_good=good["records"] if good else None, flagged_for_review=flagged, status=page.status)
+        validation = verdict.to_dict()
+        validation["proved_on"] = ["the live page", "the page the candidate was made for"]
+        reason = f"two layouts at once: merged with production, proved on both ({verdict.reason})"
+        if verdict.action == PROMOTE:
+            self.registry.write("promote", msg.name, mv, validation,
+                                page={"url": page.url, "html": page.text, "records": merged_ex.data})
+            log.info("promoted %s version %s (%s, merged layouts)", msg.name, mv, msg.origin)
+            return deploy_result("promoted", mv, reason, validation)
+        if verdict.action == STAGE:
+            return deploy_result("staged", mv, verdict.reason, validation)
+        self.registry.write("reject_version", msg.name, mv, verdict.reason, validation)
+        return deploy_result("rejected", mv, verdict.reason, validation)

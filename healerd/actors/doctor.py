@@ -58,6 +58,7 @@ class Doctor(ServiceActor):
         self._episode_start: float | None = None
         self._failed_fields: list[str] = []
         self._deployed = 0   # candidates staged by the Deployer in the current attempt
+        self._page_html: str | None = None   # the page candidates are made for (sent with each Deploy)
 
     def handle(self, message):
         if isinstance(message, Ping):
@@ -144,6 +145,9 @@ class Doctor(ServiceActor):
         ctx, page_error = self.diagnose(name, src)
         if ctx is None:
             return self._decline(task, page_error or "could not diagnose")
+        if ctx.error_type is None:
+            ctx = self._failing_layout(name, src, ctx)
+        self._page_html = ctx.current_html or None
         strategy_kind, why = route(ctx.error_type, ctx_status(ctx), None)
         if ctx.error_type is None:
             self.registry.write("complete_task", task.task_id, {"outcome": "unchanged"})
@@ -257,6 +261,44 @@ class Doctor(ServiceActor):
         self._failed_fields = list(result.failed_fields)
         return ctx, None
 
+    def _failing_layout(self, name: str, src: dict, live: DiagnosisContext) -> DiagnosisContext:
+        """The live page passes, yet the scrape that failed in this episode kept its page: when the
+        production parser still fails on that page, the site serves two layouts at once. Heal for
+        the failing one (the Deployer merges the candidate with production when the live page
+        shows the other)."""
+        if not src["failing_since"] or src["state"] != "DEGRADED":
+            return live
+        failing = snapshots.get(self.conn, name, snapshots.CURRENT)
+        if failing is None or failing["fetched_at"] < src["failing_since"]:
+            return live
+        version, bp = versions.production(self.conn, name)
+        good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
+        ctx = self._judge_page(name, src, bp, version, good, failing["html"], failing["status_code"] or 200)
+        if ctx.error_type is None:
+            return live
+        log.info("%s: the live page passes but the failing page of this episode still fails: "
+                 "healing for that layout", name)
+        return ctx
+
+    def _judge_page(self, name, src, bp: Blueprint, version, good, html: str, status: int) -> DiagnosisContext:
+        try:
+            ex = run_parser_on(bp, html)
+        except Exception as exc:
+            return self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
+                                 f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
+        counts = json.loads(src["item_counts"] or "[]")
+        result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
+                          status=status)
+        if result.passed:
+            ctx = self._context(name, src, bp, version, good, html, None, "", [], result.report())
+        else:
+            ctx = self._context(name, src, bp, version, good, html, result.error_type, "; ".join(result.errors[:5]),
+                                list(result.errors), result.report())
+        ctx.actual_output = ex.data
+        ctx.error_traceback = ""
+        self._failed_fields = list(result.failed_fields)
+        return ctx
+
     def _context(self, name, src, bp: Blueprint, version, good, html, error_type, message, verrors, report):
         self._failed_fields = []
         return DiagnosisContext(
@@ -273,7 +315,8 @@ class Doctor(ServiceActor):
 
     # -- the selector ladder -----------------------------------------------------------
     def _deploy(self, name: str, candidate: Blueprint, origin: str, note: str) -> dict:
-        res = self.registry.get("deployer").ask(Deploy(name, candidate.to_json(), origin, note), timeout=300)
+        res = self.registry.get("deployer").ask(Deploy(name, candidate.to_json(), origin, note,
+                                                       page_html=self._page_html), timeout=300)
         if res.get("version") is not None and res["outcome"] != "declined":
             self._deployed += 1   # a version was staged for it: this attempt did deploy something
         return res
@@ -542,6 +585,7 @@ class Doctor(ServiceActor):
         if not candidates:
             tried.append("relocate: no candidate URL on the same site (sitemap.xml, links)")
             return None
+        self._page_html = None   # a candidate for another address: no layout to merge with
         for url in candidates[:15]:
             try:
                 page = self.fetcher.fetch(url)

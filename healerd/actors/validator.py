@@ -70,6 +70,41 @@ class Validator(ServiceActor):
             self.history[name] = h
         return h
 
+    def _plan_before_heal(self, page: ExtractedPage, outcome: ScrapeOutcome, counts, last_good) -> dict | None:
+        """The production version failed on this page: try the previous one (and a merge of the
+        two) before the source goes to the Doctor. The plan, or None for ordinary healing."""
+        from healerd.production import HEAL, ProofPage, plan_before_heal, trial
+        from healerd.store import probation, versions
+
+        job = page.job
+        if job.version is None:
+            return None
+        current = probation.version_row(self.conn, job.name, job.version)
+        if current is None or current["status"] != "production" or current["promoted_by"] != versions.DAEMON:
+            return None   # a person's choice (their blueprint, a rollback, an approval) is not undone
+        prev_version = versions.latest_archived(self.conn, job.name)
+        if prev_version is None:
+            return None
+        prev = probation.version_row(self.conn, job.name, prev_version)
+        status = page.status or 200
+        previous = trial(prev_version, cached_blueprint(prev["body"]), page.html, recent_counts=counts,
+                         last_good=last_good, status=status)
+        if not previous.passed:
+            return None
+        production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, extraction=page.extraction,
+                           recent_counts=counts, last_good=last_good, status=status)
+        alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
+        stored = probation.get_page(self.conn, job.name, job.version) if alternating else None
+        own = ProofPage(f"the page version {job.version} passed on", stored["html"], stored["records"]) \
+            if stored and stored["records"] is not None else None
+        plan = plan_before_heal(error_type=outcome.error_type, production=production, previous=previous,
+                                html=page.html, status=status, production_page=own, alternating=alternating,
+                                recent_counts=counts)
+        if plan.action == HEAL:
+            return None
+        log.info("%s: %s", job.name, plan.reason)
+        return plan.to_dict()
+
     def handle(self, message):
         if isinstance(message, ExtractedPage):
             self._handle(message)
@@ -82,10 +117,18 @@ class Validator(ServiceActor):
         try:
             counts, last_good = self._history(job.name)
             outcome = judge(page, counts, last_good)
-            if outcome.ok and not outcome.not_modified:
-                if outcome.item_count is not None:
-                    counts = (counts + [outcome.item_count])[-ITEM_COUNT_MEMORY:]
-                self.history[job.name] = (counts, outcome.data)
+            if not outcome.ok and outcome.error_type in errors.HEALABLE_BY_SELECTORS and page.html is not None:
+                try:
+                    outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
+                except Exception:   # no plan: the failure goes to the Doctor as it would have
+                    log.exception("could not try the previous version of %s", job.name)
+            good = (outcome.data, outcome.item_count) if outcome.ok and not outcome.not_modified else None
+            if outcome.plan is not None:   # the version that comes in passed on this page
+                good = (outcome.plan["data"], outcome.plan["item_count"])
+            if good is not None:
+                if good[1] is not None:
+                    counts = (counts + [good[1]])[-ITEM_COUNT_MEMORY:]
+                self.history[job.name] = (counts, good[0])
         except Exception as exc:
             log.exception("validation of %s failed unexpectedly", job.name)
             outcome = ScrapeOutcome(name=job.name, url=job.url, ok=False, started_at=page.started_at,

@@ -619,6 +619,81 @@ def unquarantine(ctx, name, reason, socket_path):
     click.echo(f"{r.get('name', name)}: now {_state(r.get('state'))} with a fresh attempt budget; a scrape is queued")
 
 
+def _window(ctx, param, value) -> float:
+    from healerd.timeutil import parse_duration
+
+    try:
+        seconds = parse_duration(value, "--window")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from None
+    if seconds <= 0:
+        raise click.BadParameter("must be greater than zero")
+    return seconds
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v * 100:.1f} %"
+
+
+def _secs(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.1f} s" if v < 120 else f"{v / 60:.1f} min"
+
+
+@cli.command()
+@click.option("--window", "window", default="7d", show_default=True, callback=_window,
+              help="How far back: seconds, or 30m / 24h / 7d.")
+@json_option
+@socket_option
+@click.pass_context
+def stats(ctx, window, as_json, socket_path):
+    """Show the fleet's success metrics, each beside its target.
+
+    Fix success rate, production false-positive rate (promoted fixes that then failed in
+    production), quarantine rate, median and p90 recovery time, heals by rung and the
+    external healer's calls, over the last --window.
+    """
+    r = _call(ctx, socket_path, "stats", {"window_s": window})
+    if as_json:
+        _print_json(r)
+        return
+    targets = r.get("targets") or {}
+
+    def target(key: str, fmt) -> tuple[str, str]:
+        t = targets.get(key)
+        if not t:
+            return "", ""
+        met = {True: _style("ok", "green"), False: _style("missed", "red"), None: "-"}[t.get("met")]
+        return f"{t['op']} {fmt(t['target'])}", met
+
+    rows = []
+    for key, label, fmt, extra in (
+            ("fix_success_rate", "fix success rate", _pct, f"{r.get('fixes_promoted', 0)}/{r.get('fix_attempts', 0)}"),
+            ("false_positive_rate", "false positive rate", _pct, f"{r.get('false_positives', 0)}/{r.get('fixes_judged', 0)}"),
+            ("quarantine_rate", "quarantine rate", _pct, f"{r.get('sources_quarantined', 0)}/{r.get('sources', 0)}"),
+            ("median_recovery_s", "median recovery", _secs, ""),
+            ("p90_recovery_s", "p90 recovery", _secs, "")):
+        rows.append([label, fmt(r.get(key)), extra, *target(key, fmt)])
+    click.echo(f"fleet metrics over the last {_human_window(r.get('window_s'))}")
+    _table(["METRIC", "VALUE", "OF", "TARGET", ""], rows)
+    rungs = r.get("heals_by_rung") or {}
+    click.echo("heals by rung: " + (", ".join(f"{k} {v}" for k, v in rungs.items()) or "-"))
+    calls = r.get("healer_calls") or {}
+    lat = calls.get("median_latency_ms")
+    click.echo(f"external healer calls: {calls.get('count', 0)}"
+               + (f", median latency {lat / 1000:.1f} s" if lat is not None else ""))
+    click.echo(f"automatic rollbacks: {r.get('rollbacks', 0)}")
+
+
+def _human_window(seconds) -> str:
+    seconds = float(seconds or 0)
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 @cli.command()
 @click.argument("name")
 @json_option
@@ -627,8 +702,10 @@ def unquarantine(ctx, name, reason, socket_path):
 def history(ctx, name, as_json, socket_path):
     """Show parser versions and fix attempts.
 
-    Newest first. Versions show their origin (human, builtin, memory, external) and status; fix
-    attempts show the error type, strategy, outcome and reason.
+    Newest first. Versions show their origin (human, builtin, memory, external) and status
+    (automatic rollbacks and merges appear as their own rows); fix attempts show the error
+    type, strategy, outcome and reason, and a promoted fix that failed within its probation
+    in production is marked "false positive".
     """
     r = _call(ctx, socket_path, "history", {"name": name})
     if as_json:
@@ -640,11 +717,14 @@ def history(ctx, name, as_json, socket_path):
     rows = []
     for h in r:
         if h.get("kind") == "version":
-            rows.append([str(h.get("at") or "-"), "version", f"v{h.get('version')} ({h.get('origin') or '-'})",
+            rows.append([str(h.get("at") or "-"), h.get("event") or "version",
+                         f"v{h.get('version')} ({h.get('origin') or '-'})",
                          str(h.get("status") or "-"), _one_line(h.get("reason") or h.get("note") or "", 70)])
         else:
             what = f"{h.get('error_type') or '-'} via {h.get('strategy') or '-'}"
-            rows.append([str(h.get("at") or "-"), "fix", what, str(h.get("outcome") or "-"),
+            verdict = {"false_positive": " (false positive)", None: " (probation)"}.get(h.get("production"), "") \
+                if h.get("outcome") == "promoted" else ""
+            rows.append([str(h.get("at") or "-"), "fix", what, str(h.get("outcome") or "-") + verdict,
                          _one_line(h.get("reason"), 70)])
     colour = {"production": "green", "promoted": "green", "rejected": "yellow", "declined": "yellow",
               "error": "red", "staging": "cyan"}

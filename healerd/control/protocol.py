@@ -28,7 +28,9 @@ Ops (args -> result):
       "item_count", "records", "state", "version", "not_modified", "duration_ms"}
   heal {"name"} -> {"name", "outcome", "strategy", "reason", "version", "state"}
   unquarantine {"name", "reason"?} -> status-object
-  history {"name"} -> the `healerctl history --json` list (docs/REFERENCE.md)
+  history {"name"} -> the `healerctl history --json` list (docs/REFERENCE.md); promoted fixes add
+      "production" (null on probation, "passed", "false_positive") and "false_positive"; rollbacks
+      (a person's or automatic) and merges are version entries with "event" ("rollback" | "merge") and "note"
   diff {"name"} -> {"diff", "last_good_at", "current_at"}
   rollback {"name", "to"?} -> {"version", "previous"}
   approve {"name", "version"} -> {"version"}
@@ -38,6 +40,7 @@ Ops (args -> result):
   resume_healing {} -> {"systemic_halt": false}
   memory_list {} -> list of issue summaries; memory_show {"id"} -> one issue;
   memory_forget {"id"} -> {"forgotten": id}; memory_stats {} -> the memory's usage statistics
+  stats {"window_s"?} -> the fleet's success metrics (healerd.stats.compute)
   diff also carries "fix_at" when the source is not failing and the diff is its last fix attempt's
 """
 

@@ -70,6 +70,11 @@ def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
         e = {"kind": "fix", "at": iso(r["created_at"]), "_t": r["created_at"], "error_type": r["error_type"],
              "strategy": r["strategy"], "outcome": r["outcome"], "reason": r["reason"], "version": r["version"],
              "duration_ms": r["duration_ms"]}
+        if r["outcome"] == "promoted":
+            # Its production verdict: null while on probation, "passed", or "false_positive"
+            # (it passed staging and failed within its first scrapes in production).
+            e["production"] = r["production_verdict"]
+            e["false_positive"] = r["production_verdict"] == "false_positive"
         if r["outcome"] == "staged":
             e["outcome"] = "declined"
             e["staged"] = True

@@ -14,11 +14,37 @@ from typing import Callable
 
 import apsw
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _columns(conn: apsw.Connection, table: str) -> set[str]:
+    cur = conn.execute(f"PRAGMA table_info({table})")
+    try:
+        return {r[1] for r in cur}
+    finally:
+        cur.close()
+
+
+def _v1_to_v2(conn: apsw.Connection) -> None:
+    """Production verdicts: the probation of a promoted fix (fix_history.production_verdict,
+    parser_versions.probation_scrapes, .promoted_by, .production_verdict). The version_snapshots table comes with the schema."""
+    if "production_verdict" not in _columns(conn, "fix_history"):
+        conn.execute("ALTER TABLE fix_history ADD COLUMN production_verdict TEXT")
+        conn.execute("ALTER TABLE fix_history ADD COLUMN verdict_at REAL")
+    if "probation_scrapes" not in _columns(conn, "parser_versions"):
+        conn.execute("ALTER TABLE parser_versions ADD COLUMN probation_scrapes INTEGER NOT NULL DEFAULT 0")
+    if "promoted_by" not in _columns(conn, "parser_versions"):
+        conn.execute("ALTER TABLE parser_versions ADD COLUMN promoted_by TEXT")
+    if "production_verdict" not in _columns(conn, "parser_versions"):
+        conn.execute("ALTER TABLE parser_versions ADD COLUMN production_verdict TEXT")
+    # Fixes promoted before verdicts existed were judged by the time they ran: call them passed.
+    conn.execute("UPDATE fix_history SET production_verdict = 'passed', verdict_at = created_at "
+                 "WHERE outcome = 'promoted' AND production_verdict IS NULL")
+
 
 # STEPS[n]: from version n to n+1. Version 0 is an empty database (the schema
-# creates everything), so the first real step will be STEPS[1].
-STEPS: dict[int, Callable[[apsw.Connection], None]] = {}
+# creates everything).
+STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2}
 
 
 class SchemaTooNew(RuntimeError):

@@ -30,10 +30,16 @@ def create(conn: apsw.Connection, name: str, bp: Blueprint, *, origin: str, stat
     return v
 
 
+PERSON = "person"
+DAEMON = "daemon"
+
+
 def promote(conn: apsw.Connection, name: str, version: int, *, validation: dict | None = None,
-            now: float | None = None) -> int | None:
+            now: float | None = None, by: str | None = None) -> int | None:
     """In one transaction: archive the production version, make `version` production, move the pointer.
 
+    `by` says who promoted it (PERSON: a rollback, an approval; DAEMON: a fix, an automatic
+    rollback); by default a `human` version is a person's. A version's probation starts again.
     Returns the previous production version."""
     now = time.time() if now is None else now
     with conn:
@@ -44,9 +50,10 @@ def promote(conn: apsw.Connection, name: str, version: int, *, validation: dict 
         if prev == version:
             return prev
         conn.execute("UPDATE parser_versions SET status = 'archived' WHERE source_name = ? AND status = 'production'", (name,))
-        conn.execute("UPDATE parser_versions SET status = 'production', promoted_at = ?, "
-                     "validation = COALESCE(?, validation) WHERE source_name = ? AND version = ?",
-                     (now, json.dumps(validation) if validation else None, name, version))
+        by = by or (PERSON if target["origin"] == "human" else DAEMON)
+        conn.execute("UPDATE parser_versions SET status = 'production', promoted_at = ?, probation_scrapes = 0, "
+                     "promoted_by = ?, validation = COALESCE(?, validation) WHERE source_name = ? AND version = ?",
+                     (now, by, json.dumps(validation) if validation else None, name, version))
         conn.execute("UPDATE sources SET current_version = ?, blueprint = CASE WHEN ? = 'human' THEN ? ELSE blueprint END, "
                      "updated_at = ? WHERE name = ?", (version, target["origin"], target["body"], now, name))
         return prev

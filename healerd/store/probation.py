@@ -1,0 +1,127 @@
+"""Production probation: the page each parser version last passed on, and the verdicts of promoted fixes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import zlib
+
+import apsw
+
+from healerd.store.db import row, scalar
+from healerd.store.snapshots import SNAPSHOT_ZLIB_LEVEL
+
+
+def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str, records=None, *,
+             sha256: str | None = None, now: float | None = None) -> bool:
+    """Keep `html` as the last page `version` passed on; a page already kept is not written again.
+    Returns whether it wrote."""
+    now = time.time() if now is None else now
+    raw = html.encode("utf-8", errors="replace")
+    sha = sha256 or hashlib.sha256(raw).hexdigest()
+    if scalar(conn, "SELECT sha256 FROM version_snapshots WHERE source_name = ? AND version = ?", (name, version)) == sha:
+        return False
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO version_snapshots (source_name, version, url, fetched_at, body, sha256, "
+                     "records) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (name, version, url, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL), sha,
+                      json.dumps(records) if records is not None else None))
+    return True
+
+
+def keep_good_page(conn: apsw.Connection, name: str, version: int, url: str, html: str, records=None, *,
+                   sha256: str | None = None, now: float | None = None) -> bool:
+    """After a good scrape: keep the page as `version`'s, but only for a version the daemon put in
+    production (only such a version is ever rolled back or merged, so only its page is ever
+    needed: a fleet on its people's blueprints writes nothing more), and only when it changed."""
+    r = row(conn, "SELECT v.promoted_by, s.sha256 FROM parser_versions v LEFT JOIN version_snapshots s "
+                  "ON s.source_name = v.source_name AND s.version = v.version "
+                  "WHERE v.source_name = ? AND v.version = ?", (name, version))
+    if r is None or r["promoted_by"] != "daemon":
+        return False
+    raw = html.encode("utf-8", errors="replace")
+    sha = sha256 or hashlib.sha256(raw).hexdigest()
+    if r["sha256"] == sha:
+        return False
+    return put_page(conn, name, version, url, html, records, sha256=sha, now=now)
+
+
+def get_page(conn: apsw.Connection, name: str, version: int) -> dict | None:
+    """{"url", "fetched_at", "html", "records"} of the last page `version` passed on, or None."""
+    r = row(conn, "SELECT url, fetched_at, body, records FROM version_snapshots WHERE source_name = ? AND version = ?",
+            (name, version))
+    if r is None:
+        return None
+    r["html"] = zlib.decompress(r.pop("body")).decode("utf-8", errors="replace")
+    r["records"] = json.loads(r["records"]) if r["records"] else None
+    return r
+
+
+def version_row(conn: apsw.Connection, name: str, version: int) -> dict | None:
+    return row(conn, "SELECT version, origin, status, body, probation_scrapes, promoted_by, production_verdict "
+                     "FROM parser_versions WHERE source_name = ? AND version = ?", (name, version))
+
+
+def count_good_scrape(conn: apsw.Connection, name: str, version: int) -> None:
+    conn.execute("UPDATE parser_versions SET probation_scrapes = probation_scrapes + 1 "
+                 "WHERE source_name = ? AND version = ?", (name, version))
+
+
+def set_verdict(conn: apsw.Connection, name: str, version: int, verdict: str, now: float) -> None:
+    """The verdict on `version`, and on the promoted fix that brought it (if it is recorded yet)."""
+    conn.execute("UPDATE parser_versions SET production_verdict = ? WHERE source_name = ? AND version = ?",
+                 (verdict, name, version))
+    adopt_verdict(conn, name, version, now)
+
+
+def adopt_verdict(conn: apsw.Connection, name: str, version: int, now: float) -> None:
+    """A promoted fix recorded after its version was already judged (a scrape can fail, and be
+    rolled back, between the promotion and the Doctor's record of it) takes the version's verdict."""
+    conn.execute("UPDATE fix_history SET production_verdict = (SELECT production_verdict FROM parser_versions "
+                 "WHERE source_name = ? AND version = ?), verdict_at = ? WHERE source_name = ? AND version = ? "
+                 "AND outcome = 'promoted' AND production_verdict IS NULL AND EXISTS (SELECT 1 FROM parser_versions "
+                 "WHERE source_name = ? AND version = ? AND production_verdict IS NOT NULL)",
+                 (name, version, now, name, version, name, version))
+
+
+def audit(conn: apsw.Connection, name: str, state: str, trigger: str, reason: str, now: float) -> None:
+    """A lifecycle audit row for an event that keeps the state (a rollback, a merge)."""
+    conn.execute("INSERT INTO source_events (source_name, from_state, to_state, trigger, reason, at) "
+                 "VALUES (?, ?, ?, ?, ?, ?)", (name, state, state, trigger, reason[:2000], now))
+
+
+def version_with_body(conn: apsw.Connection, name: str, body: str) -> dict | None:
+    """An existing version of `name` with exactly this blueprint (a merge made before is reused)."""
+    return row(conn, "SELECT version, status FROM parser_versions WHERE source_name = ? AND body = ? "
+                     "AND status IN ('archived', 'production') ORDER BY version DESC LIMIT 1", (name, body))
+
+
+def rollback_reason(from_version: int, to_version: int, why: str) -> str:
+    return f"rolled back from version {from_version} to {to_version}: {why}"
+
+
+def took_turns(conn: apsw.Connection, name: str, a: int, b: int) -> bool:
+    """Whether versions a and b already took turns: one was rolled back to the other."""
+    return scalar(conn, "SELECT 1 FROM source_events WHERE source_name = ? AND trigger = 'rollback' "
+                        "AND (reason LIKE ? OR reason LIKE ?) LIMIT 1",
+                  (name, rollback_reason(a, b, "%"), rollback_reason(b, a, "%"))) is not None
+
+
+def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
+    """Automatic rollbacks and merges for `healerctl history`: a `version` entry each, at the
+    time the version came (back) into production, with `event` saying which."""
+    from healerd.store.sources import audit_entries
+    from healerd.timeutil import iso
+
+    out = []
+    events = audit_entries(conn, name, ("rollback", "merge"))   # since the newest registration
+    for ev in events:
+        promoted = row(conn, "SELECT version, origin, status FROM parser_versions WHERE source_name = ? "
+                             "AND promoted_at <= ? ORDER BY promoted_at DESC, version DESC LIMIT 1", (name, ev["at"]))
+        if promoted is None:
+            continue
+        out.append({"kind": "version", "at": iso(ev["at"]), "_t": ev["at"], "version": promoted["version"],
+                    "origin": promoted["origin"], "status": promoted["status"], "event": ev["trigger"],
+                    "note": ev["reason"]})
+    return out
