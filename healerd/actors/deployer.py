@@ -115,8 +115,12 @@ class Deployer(ServiceActor):
                         status=page.status)
         validation = verdict.to_dict()
         if verdict.action == PROMOTE:
-            self.registry.write("promote", name, version, validation,
-                                url=candidate.url if candidate.url and candidate.url != src["url"] else None)
+            try:
+                self.registry.write("promote", name, version, validation,
+                                    url=candidate.url if candidate.url and candidate.url != src["url"] else None)
+            except Exception as exc:  # left 'staging', the version would block this candidate as "already staged"
+                self.registry.write("reject_version", name, version, f"the promotion failed: {exc}", validation)
+                raise
             log.info("promoted %s version %s (%s), was %s", name, version, msg.origin, prod_version)
             return deploy_result("promoted", version, verdict.reason, validation)
         if verdict.action == STAGE:
