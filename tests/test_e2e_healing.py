@@ -112,9 +112,10 @@ def test_kill9_in_the_middle_of_a_heal_resumes_after_restart(site, daemon_factor
     v = d2.wait_for(lambda: healed_version(d2, "stats"), what="the resumed heal")
     prod = db_rows(d2, "SELECT version FROM parser_versions WHERE source_name = 'stats' AND status = 'production'")
     assert [r["version"] for r in prod] == [v]
-    task = db_rows(d2, "SELECT state, retry_count FROM task_queue WHERE type = 'FIX_SOURCE' AND target = 'stats' "
-                       "ORDER BY task_id")[0]
-    assert task["retry_count"] == 1 and task["state"] == "COMPLETED"
+    # The version is promoted before the Doctor marks the task done: wait for its final state.
+    fix_task = "SELECT state, retry_count FROM task_queue WHERE type = 'FIX_SOURCE' AND target = 'stats' ORDER BY task_id"
+    d2.wait_for(lambda: db_rows(d2, fix_task)[0]["state"] == "COMPLETED", what="the resumed fix task to complete")
+    assert db_rows(d2, fix_task) == [{"state": "COMPLETED", "retry_count": 1}]
     healer.stop()
 
 
