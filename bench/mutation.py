@@ -41,11 +41,11 @@ class Mutant:
 
 
 TESTS = {
-    "validate": ["tests/test_validate.py", "tests/test_deploy_judge.py"],
-    "extract": ["tests/test_extract_contract.py", "tests/test_validate.py"],
+    "validate": ["tests/test_validate.py", "tests/test_deploy_judge.py", "tests/test_core_edges.py"],
+    "extract": ["tests/test_extract_contract.py", "tests/test_validate.py", "tests/test_core_edges.py"],
     "lifecycle": ["tests/test_lifecycle.py", "tests/test_ledger.py"],
     "sanitize": ["tests/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_sanitize*.py")),
-    "budget": ["tests/test_ledger.py", "tests/test_store_concurrency.py"],
+    "budget": ["tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
     "heal-refusal": ["tests/test_builtin_healer.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
 }
 
