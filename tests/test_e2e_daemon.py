@@ -97,10 +97,10 @@ def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory
     from conftest import FAST_CONFIG
 
     d = daemon_factory(FAST_CONFIG.replace("[doctor]", "[doctor]\nenabled = false")).start()
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))
+    from ports import refusing_socket
+
+    closed = refusing_socket()   # bound, never listening: connections refused until the test ends
     dead_port = closed.getsockname()[1]
-    closed.close()
 
     site.page("/good", listing_v1())
     site.page("/e500", "oops", status=500)

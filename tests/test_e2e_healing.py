@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from http.server import ThreadingHTTPServer
 
 
@@ -126,18 +125,26 @@ def test_site_down_everywhere_is_one_systemic_halt_and_no_heal_attempts(site, da
     for i in range(3):
         add(d, tmp_path, f"s{i}", site.url(f"/s{i}"))
         d.ctl("run", f"s{i}")
+    from ports import hold_port
+
     port = site.port
     pages = dict(site.pages)
     site.stop()
+    held = hold_port(port)   # the address stays ours while the site is down (connections refused)
     d.wait_for(lambda: any(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()), what="SYSTEMIC_HALT")
     assert d.ctl_json("status")[0]["state"] == "DEGRADED"
     summary_cmd = d.ctl("status")
     assert "halt" in summary_cmd.stdout.lower()
-    time.sleep(2)  # more failing scrapes: still one alert, still no heal attempt
+    # More failing scrapes of every source, recorded after the halt: still one alert, no heal attempt.
+    failures = "SELECT min(failure_count) AS n FROM source_health"
+    after_halt = db_rows(d, failures)[0]["n"]
+    d.wait_for(lambda: db_rows(d, failures)[0]["n"] >= after_halt + 2, what="two more failed scrapes of each source")
+    d.wait_for(lambda: len(d.ctl_json("alerts")) == len(d.alerts()), what="the Alerter to catch up")
     assert sum(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()) == 1
     assert db_rows(d, "SELECT count(*) AS n FROM fix_history WHERE outcome != 'declined'")[0]["n"] == 0
+    assert db_rows(d, "SELECT count(*) AS n FROM task_queue WHERE type = 'FIX_SOURCE'")[0]["n"] == 0
     # The site comes back on the same port: the sources recover and the halt lifts by itself.
-    revived = _serve_on(port, pages)
+    revived = _serve_on(held, pages)
     try:
         d.wait_for(lambda: all(s["state"] == "ACTIVE" for s in d.ctl_json("status")), timeout=30, what="recovery")
         status = json.loads(d.ctl("status", "--json").stdout)
@@ -150,7 +157,8 @@ def test_site_down_everywhere_is_one_systemic_halt_and_no_heal_attempts(site, da
         revived.server_close()
 
 
-def _serve_on(port, pages):
+def _serve_on(held, pages):
+    """Serve `pages` on the socket `held` (bound, not yet listening) with the site's address."""
     import threading
     from http.server import BaseHTTPRequestHandler
 
@@ -169,8 +177,10 @@ def _serve_on(port, pages):
         def log_message(self, *a):
             pass
 
-    ThreadingHTTPServer.allow_reuse_address = True
-    srv = ThreadingHTTPServer(("127.0.0.1", port), H)
+    srv = ThreadingHTTPServer(held.getsockname(), H, bind_and_activate=False)
+    srv.socket.close()
+    srv.socket = held
+    srv.server_activate()   # listen(): the site is back on the same address
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
