@@ -62,7 +62,9 @@ def test_the_commands_of_the_contract(site, daemon_factory, tmp_path):
 
     hist = d.ctl_json("history", "scores")
     assert hist[0]["kind"] == "version" and hist[0]["origin"] == "human" and hist[0]["status"] == "production"
-    assert d.ctl("diff", "scores").returncode == 0
+    diff = d.ctl("diff", "scores")
+    assert diff.returncode == 0, diff.stderr
+    assert diff.stdout.startswith("scores: no structural difference between the last good page (")
 
     bad = d.ctl("unquarantine", "scores")
     assert bad.returncode == 1 and "ACTIVE" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

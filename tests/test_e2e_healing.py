@@ -39,8 +39,13 @@ def test_layout_change_is_healed_promoted_and_records_keep_flowing(site, daemon_
     assert versions[1]["status"] == "archived"
     assert any(a["event"] == "HEALED" and a["source"] == "stats" for a in d.alerts())
     assert "fix attempt stats" in d.log()  # the WARNING line per attempt
+    # Not failing now: the diff shows what the fix attempt worked from, the old table and the new one.
     diff = d.ctl("diff", "stats")
-    assert diff.returncode == 0
+    assert diff.returncode == 0, diff.stderr
+    lines = diff.stdout.splitlines()
+    assert lines[0].startswith("stats is not failing now; the diff its last fix attempt")
+    assert "-table.stats > tbody > tr.player > td.name: Ada" in lines
+    assert "+div.wrap > table.league-table" in lines
 
 
 def test_a_bad_candidate_is_rejected_and_production_untouched(site, daemon_factory, tmp_path):
