@@ -92,3 +92,34 @@ def test_failed_attempts_of_either_kind_spend_the_budget(tmp_path, outcome):
     finally:
         led.resync_models()
         conn.close()
+
+
+# -- a fix the Doctor deploys: HEALED before the next scrape can say RECOVERED ----------------------------
+
+def test_a_deployed_fix_is_scraped_once_its_fix_is_recorded(tmp_path):
+    from healerd.store import versions
+
+    clock = [1_700_000_000.0]
+    conn = open_db(tmp_path / "healerd.db")
+    led = Ledger(conn, Config(), clock=lambda: clock[0], rng=random.Random(1))
+    next_run = "SELECT next_run_at FROM sources WHERE name = 'shop'"
+    try:
+        bp = from_dict({"url": "http://shop.test/", "items": "li", "fields": {"n": {"css": ".n"}}})
+        led.add_source("shop", bp)
+        led.fire("shop", "fail", "test")
+        conn.execute("UPDATE sources SET next_run_at = ? WHERE name = 'shop'", (clock[0] + 600,))
+        v = led.stage_version("shop", from_dict({"url": "http://shop.test/", "items": "div", "fields": {"n": {"css": ".n"}}}),
+                              "builtin")
+        clock[0] += 5
+        led.promote("shop", v, rescrape=False)
+        assert scalar(conn, next_run) == clock[0] - 5 + 600          # not yet: the fix is not recorded
+        assert versions.production(conn, "shop")[0] == v
+        clock[0] += 5
+        fx = led.record_fix(name="shop", error_type="PARSE_ERROR", strategy="builtin", outcome="promoted",
+                            reason="repaired", version=v)
+        assert [a["event"] for a in fx.alerts] == ["HEALED"] and scalar(conn, next_run) == clock[0]
+        led.promote("shop", 1)                                        # a rollback or an approval: at once
+        assert scalar(conn, next_run) == clock[0]
+    finally:
+        led.resync_models()
+        conn.close()

@@ -116,7 +116,8 @@ class Deployer(ServiceActor):
         validation = verdict.to_dict()
         if verdict.action == PROMOTE:
             try:
-                self.registry.write("promote", name, version, validation,
+                # Scraped again once the Doctor has recorded the fix (HEALED comes before RECOVERED).
+                self.registry.write("promote", name, version, validation, rescrape=False,
                                     url=candidate.url if candidate.url and candidate.url != src["url"] else None)
             except Exception as exc:  # left 'staging', the version would block this candidate as "already staged"
                 self.registry.write("reject_version", name, version, f"the promotion failed: {exc}", validation)
