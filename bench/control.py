@@ -1,6 +1,6 @@
 """Control-plane latency with a large fleet: `status` over the socket and a whole `healerctl status --json`.
 
-    python bench/control.py [--sources 10000] [--requests 200] [--processes 20] [--mode future|paused]
+    python bench/control.py [--sources 10000] [--busy 50] [--requests 200] [--processes 20] [--mode future|paused]
 
 1. A state dir in a temporary directory gets --sources sources registered in one
    transaction with the store's own `sources.add` (each: its source row, an ACTIVE
@@ -20,8 +20,17 @@
    source; (b) --processes whole `healerctl status --json` processes (start, request,
    print), wall time p50/p99/max, and the size of the JSON they print.
 
-The target is p99 < 50 ms for `status` over the socket (judged on client.call, the
-decoded answer). Prints a table and, as its last line, one JSON object with the
+4. Under load: --busy more sources (registered paused, pointing at a page served by the
+   bench on 127.0.0.1, every 1s) are resumed, so the daemon scrapes them continuously and its
+   StoreWriter commits their outcomes while --requests `status` requests are timed, one every
+   50 ms (the pause between two requests is not timed). The bench
+   counts the outcomes committed during the measurement and the requests that followed a
+   commit (SQLite's data_version moved since the previous request: the answer had to be
+   rebuilt, not reused).
+
+The target is p99 < 50 ms for `status` over the socket (judged on client.call, the decoded
+answer), on the requests under load (4) that followed a commit: an idle fleet's answers are
+reused and prove little. Prints a table and, as its last line, one JSON object with the
 figures. The load of the machine (os.getloadavg) is printed with them.
 """
 
@@ -36,7 +45,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from healerd.blueprint import Blueprint, FieldSpec
@@ -51,13 +62,38 @@ TABLE = {"table": True}   # the status request healerctl sends: the fleet as col
 CONFIG = """
 [daemon]
 log_level = "WARNING"
+politeness_delay = 0
+jitter = 0.5
 [fetch]
 respect_robots = false
+per_host_concurrency = 4
 """
+PACE_S = 0.05   # between two status requests under load
+PAGE = b"<html><body><h1>Widget</h1><p class='price'>$12.50</p></body></html>"
 
 
-def build_state(state_dir: Path, n: int, mode: str) -> float:
-    """Register n sources in one transaction; returns the seconds it took."""
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args):
+        pass
+
+
+def serve_page() -> ThreadingHTTPServer:
+    """The page the busy sources scrape, on 127.0.0.1 at a port the system picks."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def build_state(state_dir: Path, n: int, mode: str, busy: int = 0, busy_url: str = "") -> float:
+    """Register n sources (and `busy` paused ones scraping busy_url every second) in one transaction;
+    returns the seconds it took."""
     conn = open_db(db_path(state_dir))
     t0 = time.perf_counter()
     now = time.time()
@@ -72,8 +108,13 @@ def build_state(state_dir: Path, n: int, mode: str) -> float:
                 sources.add(conn, name, bp, origin="cli", now=now, first_run_at=later)
                 if mode == "paused":
                     conn.execute("UPDATE sources SET paused = 1 WHERE name = ?", (name,))
+            for i in range(busy):
+                bp = Blueprint(fields={"title": FieldSpec("title", "h1"), "price": FieldSpec("price", ".price", "float")},
+                               url=busy_url, every=1.0, items=None)
+                sources.add(conn, f"busy-{i:03d}", bp, origin="cli", now=now, first_run_at=later)
+                conn.execute("UPDATE sources SET paused = 1 WHERE name = ?", (f"busy-{i:03d}",))
         count = conn.execute("SELECT count(*) FROM sources").fetchall()[0][0]
-        if count != n:
+        if count != n + busy:
             raise RuntimeError(f"registered {count} sources, wanted {n}")
     finally:
         conn.close()
@@ -154,6 +195,41 @@ def commit_touch(conn) -> None:
                      (json.dumps(time.time()),))
 
 
+def outcomes_committed(conn) -> int:
+    """Scrape outcomes recorded so far (successes and failures of every source)."""
+    return conn.execute("SELECT COALESCE(sum(success_count + failure_count), 0) FROM source_health").fetchall()[0][0]
+
+
+def time_under_load(sock: str, state: Path, busy: int, times: int) -> tuple[list[float], int, list[float]]:
+    """Resume the busy sources, wait until their outcomes flow, then time `status` while they are
+    scraped and committed. Returns the timings, the outcomes committed while timing and the
+    timings of the requests that followed a commit (their answer could not be reused)."""
+    for i in range(busy):
+        client.call(sock, "resume", {"name": f"busy-{i:03d}"}, timeout=60)
+    conn = open_db(db_path(str(state)))
+    try:
+        start = outcomes_committed(conn)
+        deadline = time.monotonic() + 60
+        while outcomes_committed(conn) < start + 2 * busy:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the busy sources were not scraped within 60 s")
+            time.sleep(0.2)
+        seen = {"version": conn.execute("PRAGMA data_version").fetchall()[0][0], "after_commit": []}
+
+        def note_commit():
+            time.sleep(PACE_S)   # untimed: the scrapes go on between two requests, as on a live daemon
+            v = conn.execute("PRAGMA data_version").fetchall()[0][0]
+            seen["after_commit"].append(v != seen["version"])
+            seen["version"] = v
+
+        before = outcomes_committed(conn)
+        ms, _ = time_calls(sock, "status", TABLE, times, before=note_commit)
+        rebuilt = [t for t, fresh in zip(ms, seen["after_commit"]) if fresh]
+        return ms, outcomes_committed(conn) - before, rebuilt
+    finally:
+        conn.close()
+
+
 def time_decode(payload: bytes, times: int) -> list[float]:
     out = []
     for _ in range(times):
@@ -187,11 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sources", type=int, default=10_000)
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--processes", type=int, default=20)
+    ap.add_argument("--busy", type=int, default=50,
+                    help="sources scraped every second during the measurement under load")
     ap.add_argument("--mode", choices=["future", "paused"], default="future",
                     help="keep the fleet idle by scheduling it 30 days ahead (future) or by pausing it")
     args = ap.parse_args(argv)
-    if min(args.sources, args.requests, args.processes) < 1:
-        ap.error("--sources, --requests and --processes must be at least 1")
+    if min(args.sources, args.requests, args.processes, args.busy) < 1:
+        ap.error("--sources, --busy, --requests and --processes must be at least 1")
+    httpd = serve_page()
+    busy_url = f"http://127.0.0.1:{httpd.server_address[1]}/item"
 
     with tempfile.TemporaryDirectory(prefix="healerd-bench-ctl-") as tmp:
         tmpd = Path(tmp)
@@ -199,9 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         sock = str(tmpd / "healerd.sock")
         cfg = tmpd / "healerd.toml"
         cfg.write_text(CONFIG)
-        build_s = build_state(state, args.sources, args.mode)
+        build_s = build_state(state, args.sources, args.mode, args.busy, busy_url)
         idle = ("all scheduled 30 days ahead (every 1d)" if args.mode == "future" else "all paused")
-        print(f"state: {args.sources} sources registered in one transaction in {build_s:.2f}s; {idle}")
+        print(f"state: {args.sources} sources registered in one transaction in {build_s:.2f}s; {idle}; "
+              f"{args.busy} more, paused until the measurement under load")
 
         log_path = tmpd / "daemon.log"
         with open(log_path, "wb") as log_fh:
@@ -214,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 # Warm up: the control thread's read connection, SQLite's page cache.
                 warm, first = time_calls(sock, "status", TABLE, 3)
                 got = len(first["rows"])
-                if got != args.sources:
+                if got != args.sources + args.busy:
                     raise RuntimeError(f"status listed {got} sources, wanted {args.sources}")
                 del first
                 gc.collect()
@@ -231,9 +312,11 @@ def main(argv: list[str] | None = None) -> int:
                 decode_ms = time_decode(payload, min(args.requests, 50))
                 one_ms, _ = time_calls(sock, "status", {"name": f"src-{args.sources // 2:05d}"}, args.requests)
                 proc_ms, proc_bytes = time_processes(sock, args.processes)
+                load_ms, load_commits, load_rebuilt = time_under_load(sock, state, args.busy, args.requests)
                 busy = client.call(sock, "status", {})["summary"]
                 load_after = os.getloadavg()
             finally:
+                httpd.shutdown()
                 proc.terminate()
                 try:
                     proc.wait(20)
@@ -243,7 +326,10 @@ def main(argv: list[str] | None = None) -> int:
 
     sock_f, one_f, proc_f = figures(socket_ms), figures(one_ms), figures(proc_ms)
     obj_f, fresh_f = figures(objects_ms), figures(fresh_ms)
-    raw_f, dec_f = figures(raw_ms), figures(decode_ms)
+    raw_f, dec_f, load_f = figures(raw_ms), figures(decode_ms), figures(load_ms)
+    if not load_rebuilt:
+        raise RuntimeError("no status request under load followed a commit: nothing to judge")
+    judged = figures(load_rebuilt)
     print(f"\nfirst (cold) status over the socket: {warm[0]:.1f} ms; by state at the end: {busy['by_state']}")
     print(f"machine load average (1 min) before / after the measurements: {load_before[0]:.2f} / "
           f"{load_after[0]:.2f} on {os.cpu_count()} CPUs")
@@ -254,13 +340,17 @@ def main(argv: list[str] | None = None) -> int:
                      ("status rebuilt (a commit before each)", fresh_f),
                      ("status as objects (without table)", obj_f),
                      ("status NAME over the socket (one source)", one_f),
-                     ("healerctl status --json (whole process)", proc_f)):
+                     ("healerctl status --json (whole process)", proc_f),
+                     (f"status under load ({args.busy} sources scraped)", load_f),
+                     ("  of which: after a commit (rebuilt)", judged)):
         print(f"{label:<44} {f['n']:>5} {f['p50_ms']:>9.2f} {f['p99_ms']:>9.2f} {f['max_ms']:>9.2f}")
-    verdict = "met" if sock_f["p99_ms"] < TARGET_P99_MS else "MISSED"
+    verdict = "met" if judged["p99_ms"] < TARGET_P99_MS else "MISSED"
     print(f"\nstatus answer: {socket_bytes / 1e6:.2f} MB of JSON over the socket; healerctl status --json prints "
           f"{proc_bytes / 1e6:.2f} MB")
-    print(f"target p99 < {TARGET_P99_MS:g} ms for status over the socket (decoded, client.call): {verdict}; "
-          f"answer received as bytes: {'met' if raw_f['p99_ms'] < TARGET_P99_MS else 'MISSED'}")
+    print(f"under load: {load_commits} scrape outcomes committed while {load_f['n']} status requests were "
+          f"timed; {judged['n']} of them followed a commit (answer rebuilt)")
+    print(f"target p99 < {TARGET_P99_MS:g} ms for status over the socket, rebuilt under load (decoded, client.call): "
+          f"{verdict}; idle fleet (answer reused): {'met' if sock_f['p99_ms'] < TARGET_P99_MS else 'MISSED'}")
     print(json.dumps({"sources": args.sources, "idle": args.mode,
                       "status_socket_p50_ms": sock_f["p50_ms"], "status_socket_p99_ms": sock_f["p99_ms"],
                       "status_socket_max_ms": sock_f["max_ms"],
@@ -272,7 +362,11 @@ def main(argv: list[str] | None = None) -> int:
                       "healerctl_p50_ms": proc_f["p50_ms"], "healerctl_p99_ms": proc_f["p99_ms"],
                       "healerctl_max_ms": proc_f["max_ms"],
                       "status_json_bytes": proc_bytes, "socket_answer_bytes": socket_bytes,
-                      "target_p99_met": sock_f["p99_ms"] < TARGET_P99_MS,
+                      "status_loaded_p50_ms": load_f["p50_ms"], "status_loaded_p99_ms": load_f["p99_ms"],
+                      "status_loaded_max_ms": load_f["max_ms"], "loaded_outcomes_committed": load_commits,
+                      "loaded_requests_after_a_commit": judged["n"], "status_loaded_rebuilt_p50_ms": judged["p50_ms"],
+                      "status_loaded_rebuilt_p99_ms": judged["p99_ms"],
+                      "target_p99_met": judged["p99_ms"] < TARGET_P99_MS,
                       "load_avg_1m": round(load_after[0], 2)}))
     return 0
 

@@ -476,6 +476,7 @@ class Ledger:
             if outcome == "promoted":
                 self.conn.execute("UPDATE source_health SET deferred_report = NULL, retry_only = 0 WHERE source_name = ?",
                                   (name,))
+                self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))  # the new version, now
                 fx.alert("HEALED", name, f"{strategy} fix promoted as version {version}: {reason}", level="info",
                          details={"strategy": strategy, "version": version}, state=state)
             elif outcome == "staged":
@@ -552,11 +553,13 @@ class Ledger:
                                now=self.clock())
 
     def promote(self, name: str, version: int, validation: dict | None = None, url: str | None = None,
-                by: str | None = None, page: dict | None = None) -> Effects:
+                by: str | None = None, page: dict | None = None, rescrape: bool = True) -> Effects:
         """Production pointer moves to `version`, the old one archived — one transaction.
 
         `page` ({"url", "html", "records"}): the live page it was validated on, kept as the
-        version's page (a later merge of two layouts is proved on it)."""
+        version's page (a later merge of two layouts is proved on it). With `rescrape` the
+        source is scraped at once; a fix the Doctor deploys passes False, and its
+        `record_fix(outcome="promoted")` schedules that scrape: HEALED is said before RECOVERED."""
         fx = Effects()
         now = self.clock()
         with self.conn:
@@ -566,8 +569,8 @@ class Ledger:
             if url:
                 self.conn.execute("UPDATE sources SET url = ?, host = ?, etag = NULL, last_modified = NULL "
                                   "WHERE name = ?", (url, sources.host_of(url), name))
-            self.conn.execute("UPDATE sources SET next_run_at = ?, etag = NULL, last_modified = NULL WHERE name = ?",
-                              (now, name))
+            self.conn.execute("UPDATE sources SET next_run_at = CASE WHEN ? THEN ? ELSE next_run_at END, etag = NULL, "
+                              "last_modified = NULL WHERE name = ?", (rescrape, now, name))
         fx.result = {"version": version, "previous": prev}
         return fx
 

@@ -1,8 +1,9 @@
 """Shared test fixtures: a real local site whose pages change, and the real daemon.
 
 `site` is an HTTP server on 127.0.0.1 serving whatever the test puts in it.
-`daemon` starts `healerd run` as a subprocess on a temp state dir and a real
-Unix socket; `daemon.ctl(...)` runs the real `healerctl` against it.
+`daemon_factory(config).start()` starts `healerd run` as a subprocess on a temp state dir
+and a real Unix socket; `.ctl(...)` runs the real `healerctl` against it. (The `daemon`
+fixture of test_healerctl.py is not the daemon: a real ControlServer with canned answers.)
 """
 
 from __future__ import annotations

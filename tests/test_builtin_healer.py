@@ -318,8 +318,8 @@ def test_bad_input_is_a_clear_refusal():
     blueprint = bp(PRODUCT_FIELDS)
     res = heal(blueprint, PRODUCT_BEFORE, [{"title": "x"}], PRODUCT_BEFORE)
     assert res.ok is False and "shape" in res.reason
-    res = heal(blueprint, "", {}, "")
-    assert res.ok in (True, False)  # empty pages: an answer, not a crash
+    res = heal(blueprint, "", {}, "")   # empty pages: an answer, not a crash, and nothing "repaired"
+    assert not res.changed and (res.blueprint is None or res.blueprint.to_json() == blueprint.to_json())
     code_bp = Blueprint(fields={"a": FieldSpec("a", None)}, parser="def parse(html):\n    return {}\n")
     assert heal(code_bp, "<p>x</p>", {}, "<p>x</p>").ok is False
 

@@ -63,6 +63,27 @@ def wait_until(predicate, limit=10.0):
     raise AssertionError("condition never became true")
 
 
+class ExchangeLog:
+    """Records each connection the real client makes (its answer, or the error it met)."""
+
+    def __init__(self, monkeypatch):
+        from healerd.control import client as client_module
+
+        self.outcomes: list[str] = []
+        real = client_module._exchange
+
+        def exchange(*args, **kwargs):
+            try:
+                answer = real(*args, **kwargs)
+            except Exception as exc:
+                self.outcomes.append(type(exc).__name__)
+                raise
+            self.outcomes.append("ok" if answer.get("ok") else answer["error"]["code"])
+            return answer
+
+        monkeypatch.setattr(client_module, "_exchange", exchange)
+
+
 def raw_exchange(path, data: bytes, timeout=10.0):
     """Send raw bytes, then read one framed answer (or None if the server just closed)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -290,7 +311,7 @@ def test_200_concurrent_calls_all_answered(tmp_path):
         assert_healthy(path)
 
 
-def test_too_many_connections_get_busy(tmp_path):
+def test_too_many_connections_get_busy(tmp_path, monkeypatch):
     path = str(tmp_path / "b.sock")
     with ControlServer(path, handler, max_connections=2, read_timeout=30) as srv:
         hogs = []
@@ -307,12 +328,14 @@ def test_too_many_connections_get_busy(tmp_path):
             call(path, "ping", {}, timeout=0.5)
         assert err.value.code == "busy"
         # ...and gets its answer when a connection frees up meanwhile.
+        log = ExchangeLog(monkeypatch)
         with ThreadPoolExecutor(1) as ex:
             fut = ex.submit(call, path, "ping", {}, 30)
-            time.sleep(0.3)  # the call is answered `busy` meanwhile
+            wait_until(lambda: log.outcomes.count("busy") >= 2)  # answered `busy`, and tried again
             for h in hogs:
                 h.close()
             assert fut.result(timeout=30)["version"] == "test"
+        assert log.outcomes[-1] == "ok" and set(log.outcomes[:-1]) == {"busy"}
         wait_until(lambda: srv.open_connections == 0)
         assert_healthy(path)
 
@@ -513,7 +536,7 @@ def test_client_connection_refused(tmp_path):
     assert "connection refused" in str(err.value) and path in str(err.value)
 
 
-def test_client_retries_a_full_listen_queue(tmp_path):
+def test_client_retries_a_full_listen_queue(tmp_path, monkeypatch):
     path = str(tmp_path / "q.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -530,9 +553,10 @@ def test_client_retries_a_full_listen_queue(tmp_path):
         with pytest.raises(DaemonUnreachable, match="connection queue is full"):
             call(path, "ping", {}, timeout=0.3)
         # ...and gets through once the queue has room.
+        log = ExchangeLog(monkeypatch)
         with ThreadPoolExecutor(1) as ex:
             fut = ex.submit(call, path, "ping", {}, 30)
-            time.sleep(0.3)  # the call meets the full queue meanwhile
+            wait_until(lambda: log.outcomes.count("_QueueFull") >= 2)  # met the full queue, and tried again
             listener.accept()[0].close()  # the filler's connection
             conn, _ = listener.accept()
             with conn:
@@ -540,6 +564,7 @@ def test_client_retries_a_full_listen_queue(tmp_path):
                 assert protocol.read_frame(conn, protocol.MAX_REQUEST, time.monotonic() + 10)["op"] == "ping"
                 conn.sendall(protocol.encode(protocol.ok({"version": "test"})))
             assert fut.result(timeout=30) == {"version": "test"}
+        assert log.outcomes[-1] == "ok" and set(log.outcomes[:-1]) == {"_QueueFull"}
     finally:
         for s in (probe, filler, listener):
             s.close()

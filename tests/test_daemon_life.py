@@ -104,12 +104,6 @@ def peak_rss_kb(pid: int) -> int:
     raise AssertionError("no VmHWM in /proc/<pid>/status")
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class NotifySocket:
@@ -386,7 +380,14 @@ def test_a_config_reload_during_a_heal_does_not_heal_the_same_task_twice(site, d
         d.proc.send_signal(signal.SIGHUP)
         d.wait_for(lambda: "still busy" in d.log(), timeout=30, what="the reload to leave the busy Doctor be")
         assert fix_tasks(d, "fixme") == [dict(task, state="IN_PROGRESS")]
-        time.sleep(1.5)                      # the new Scheduler ticks every 0.05 s: nothing to dispatch
+        # A heal request goes through the new Scheduler: had the reload re-queued the task, the new
+        # Scheduler would have handed it to the new Doctor at its first tick, and this request would
+        # wait behind it. It is declined at once: the task is still the old Doctor's.
+        r = d.ctl("heal", "fixme", "--json", timeout=30)
+        assert r.returncode == 0, r.stderr
+        answer = json.loads(r.stdout)
+        assert answer["outcome"] == "declined" and "already in progress" in answer["reason"], answer
+        assert fix_tasks(d, "fixme") == [dict(task, state="IN_PROGRESS")]
         assert len(healer.requests) == 1, "the new Doctor took the task the old one is still working on"
 
         release.set()
@@ -637,16 +638,23 @@ def test_the_dedupe_window_survives_a_restart(site, daemon_factory, tmp_path):
     d2 = daemon_factory(cfg).start()                      # the same state dir (and log file)
     assert d2.ctl_json("run", "stats")["ok"] is False     # still DEGRADED: the next attempt fails the same way
     d2.wait_for(lambda: fix_rows(d2) == 2, timeout=60, what="the second failed attempt")
-    time.sleep(0.5)
-    assert d2.state_of("stats") == "DEGRADED"
+    assert d2.state_of("stats") == "DEGRADED"             # committed with the attempt
+    # The Alerter takes alerts in the order they were committed: once the recovery's alert is
+    # out, the second attempt's HEAL_FAILED has been dealt with (and must have been held back).
+    site.page("/stats", listing_v1())
+    assert d2.ctl_json("run", "stats")["ok"] is True
+    d2.wait_for(lambda: any(a["event"] == "RECOVERED" for a in d2.alerts()), what="the RECOVERED alert")
     assert heal_failed(d2) == 1, [a["event"] for a in d2.alerts()]   # within the hour, same state: not repeated
     assert "HEAL_FAILED" not in "".join(x for x in d2.log()[log_before:].splitlines() if x.startswith("ALERT "))
 
 
 @pytest.mark.parametrize("mode", ["500", "hang", "refused"])
 def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemon_factory, tmp_path):
+    from ports import refusing_socket
+
     hook = Webhook(mode) if mode != "refused" else None
-    url = f"http://127.0.0.1:{hook.port if hook else free_port()}/hook"
+    refusing = refusing_socket() if mode == "refused" else None
+    url = f"http://127.0.0.1:{hook.port if hook else refusing.getsockname()[1]}/hook"
     try:
         d = daemon_factory(make_config(alerts__webhook=url, doctor__enabled=False)).start()
         site.page("/flip", listing_v1())
@@ -674,6 +682,8 @@ def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemo
     finally:
         if hook:
             hook.stop()
+        if refusing:
+            refusing.close()
 
 
 def test_no_secret_reaches_an_alert_the_log_or_the_webhook(site, daemon_factory, tmp_path):

@@ -17,7 +17,7 @@ from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
-CONTRACT_OUTCOMES = {"promoted", "rejected", "declined", "error"}
+DOCUMENTED_OUTCOMES = {"promoted", "rejected", "declined", "error"}
 # The healer's answer works on the redesigned page but drops the score field: it must wait for a person.
 DROPS_SCORE = dict(LISTING_BP, items="table.league-table tr.row-player", fields={"name": {"css": "td.player-name"}})
 
@@ -89,7 +89,7 @@ def test_a_staged_candidate_is_announced_once_and_not_staged_again(site, daemon_
         assert source_alerts(d, "QUARANTINED") == []
         # history --json speaks its documented outcomes; the staged attempt says what it is.
         hist = [h for h in d.ctl_json("history", "stats") if h["kind"] == "fix"]
-        assert {h["outcome"] for h in hist} <= CONTRACT_OUTCOMES, hist
+        assert {h["outcome"] for h in hist} <= DOCUMENTED_OUTCOMES, hist
         staged = [h for h in hist if h.get("staged")]
         assert len(staged) == 1 and staged[0]["outcome"] == "declined" and staged[0]["version"] == 2
         assert staged[0]["reason"].startswith("staged as version 2 for approval")

@@ -62,7 +62,9 @@ def test_the_commands_of_the_contract(site, daemon_factory, tmp_path):
 
     hist = d.ctl_json("history", "scores")
     assert hist[0]["kind"] == "version" and hist[0]["origin"] == "human" and hist[0]["status"] == "production"
-    assert d.ctl("diff", "scores").returncode == 0
+    diff = d.ctl("diff", "scores")
+    assert diff.returncode == 0, diff.stderr
+    assert diff.stdout.startswith("scores: no structural difference between the last good page (")
 
     bad = d.ctl("unquarantine", "scores")
     assert bad.returncode == 1 and "ACTIVE" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
@@ -97,10 +99,10 @@ def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory
     from conftest import FAST_CONFIG
 
     d = daemon_factory(FAST_CONFIG.replace("[doctor]", "[doctor]\nenabled = false")).start()
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))
+    from ports import refusing_socket
+
+    closed = refusing_socket()   # bound, never listening: connections refused until the test ends
     dead_port = closed.getsockname()[1]
-    closed.close()
 
     site.page("/good", listing_v1())
     site.page("/e500", "oops", status=500)

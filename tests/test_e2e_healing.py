@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from http.server import ThreadingHTTPServer
 
 
@@ -40,8 +39,13 @@ def test_layout_change_is_healed_promoted_and_records_keep_flowing(site, daemon_
     assert versions[1]["status"] == "archived"
     assert any(a["event"] == "HEALED" and a["source"] == "stats" for a in d.alerts())
     assert "fix attempt stats" in d.log()  # the WARNING line per attempt
+    # Not failing now: the diff shows what the fix attempt worked from, the old table and the new one.
     diff = d.ctl("diff", "stats")
-    assert diff.returncode == 0
+    assert diff.returncode == 0, diff.stderr
+    lines = diff.stdout.splitlines()
+    assert lines[0].startswith("stats is not failing now; the diff its last fix attempt")
+    assert "-table.stats > tbody > tr.player > td.name: Ada" in lines
+    assert "+div.wrap > table.league-table" in lines
 
 
 def test_a_bad_candidate_is_rejected_and_production_untouched(site, daemon_factory, tmp_path):
@@ -112,9 +116,10 @@ def test_kill9_in_the_middle_of_a_heal_resumes_after_restart(site, daemon_factor
     v = d2.wait_for(lambda: healed_version(d2, "stats"), what="the resumed heal")
     prod = db_rows(d2, "SELECT version FROM parser_versions WHERE source_name = 'stats' AND status = 'production'")
     assert [r["version"] for r in prod] == [v]
-    task = db_rows(d2, "SELECT state, retry_count FROM task_queue WHERE type = 'FIX_SOURCE' AND target = 'stats' "
-                       "ORDER BY task_id")[0]
-    assert task["retry_count"] == 1 and task["state"] == "COMPLETED"
+    # The version is promoted before the Doctor marks the task done: wait for its final state.
+    fix_task = "SELECT state, retry_count FROM task_queue WHERE type = 'FIX_SOURCE' AND target = 'stats' ORDER BY task_id"
+    d2.wait_for(lambda: db_rows(d2, fix_task)[0]["state"] == "COMPLETED", what="the resumed fix task to complete")
+    assert db_rows(d2, fix_task) == [{"state": "COMPLETED", "retry_count": 1}]
     healer.stop()
 
 
@@ -122,23 +127,31 @@ def test_our_side_down_on_every_host_is_one_systemic_halt_and_no_heal_attempts(s
     # Three hosts (127.0.0.1-3, one server on all of them) failing the same way: that is our side.
     # (One site down, however many sources it hosts, never halts: test_e2e_edges.)
     pages = {f"/s{i}": (200, {"Content-Type": "text/html"}, listing_v1().encode()) for i in range(3)}
-    srv = _serve_on(0, pages, host="0.0.0.0")
+    srv = _serve_on(pages, host="0.0.0.0")
     port = srv.server_address[1]
     d = daemon_factory().start()
     for i in range(3):
         add(d, tmp_path, f"s{i}", f"http://127.0.0.{i + 1}:{port}/s{i}")
         assert d.ctl("run", f"s{i}").returncode == 0
+    from ports import hold_port
+
     srv.shutdown()
     srv.server_close()
+    held = hold_port(port, host="0.0.0.0")   # the address stays ours while the hosts are down (refused)
     d.wait_for(lambda: any(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()), what="SYSTEMIC_HALT")
     assert d.ctl_json("status")[0]["state"] == "DEGRADED"
     summary_cmd = d.ctl("status")
     assert "halt" in summary_cmd.stdout.lower()
-    time.sleep(2)  # more failing scrapes: still one alert, still no heal attempt
+    # More failing scrapes of every source, recorded after the halt: still one alert, no heal attempt.
+    failures = "SELECT min(failure_count) AS n FROM source_health"
+    after_halt = db_rows(d, failures)[0]["n"]
+    d.wait_for(lambda: db_rows(d, failures)[0]["n"] >= after_halt + 2, what="two more failed scrapes of each source")
+    d.wait_for(lambda: len(d.ctl_json("alerts")) == len(d.alerts()), what="the Alerter to catch up")
     assert sum(a["event"] == "SYSTEMIC_HALT" for a in d.alerts()) == 1
     assert db_rows(d, "SELECT count(*) AS n FROM fix_history WHERE outcome != 'declined'")[0]["n"] == 0
-    # The hosts come back on the same port: the sources recover and the halt lifts by itself.
-    revived = _serve_on(port, pages, host="0.0.0.0")
+    assert db_rows(d, "SELECT count(*) AS n FROM task_queue WHERE type = 'FIX_SOURCE'")[0]["n"] == 0
+    # The hosts come back on the same address: the sources recover and the halt lifts by itself.
+    revived = _serve_on(pages, held=held)
     try:
         d.wait_for(lambda: all(s["state"] == "ACTIVE" for s in d.ctl_json("status")), timeout=30, what="recovery")
         status = json.loads(d.ctl("status", "--json").stdout)
@@ -151,7 +164,8 @@ def test_our_side_down_on_every_host_is_one_systemic_halt_and_no_heal_attempts(s
         revived.server_close()
 
 
-def _serve_on(port, pages, host="127.0.0.1"):
+def _serve_on(pages, host="127.0.0.1", held=None):
+    """Serve `pages` on (host, a free port), or on the socket `held` (bound, not yet listening)."""
     import threading
     from http.server import BaseHTTPRequestHandler
 
@@ -171,8 +185,13 @@ def _serve_on(port, pages, host="127.0.0.1"):
         def log_message(self, *a):
             pass
 
-    ThreadingHTTPServer.allow_reuse_address = True
-    srv = ThreadingHTTPServer((host, port), H)
+    if held is None:
+        srv = ThreadingHTTPServer((host, 0), H)
+    else:
+        srv = ThreadingHTTPServer(held.getsockname(), H, bind_and_activate=False)
+        srv.socket.close()
+        srv.socket = held
+        srv.server_activate()   # listen(): the hosts are back on the same address
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import types
@@ -311,17 +310,12 @@ def test_redirect_to_a_non_http_scheme(server, fetcher):
 
 # -- network failures and bad URLs ---------------------------------------------------------
 
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_connection_refused(fetcher):
-    port = closed_port()
-    err = fails(lambda: fetcher.fetch(f"http://127.0.0.1:{port}/x"))
+    from ports import refusing_socket
+
+    with refusing_socket() as s:
+        port = s.getsockname()[1]
+        err = fails(lambda: fetcher.fetch(f"http://127.0.0.1:{port}/x"))
     assert err.error_type == errors.NETWORK
     assert err.message == f"connection refused by 127.0.0.1:{port}"
 
@@ -365,8 +359,11 @@ def test_secrets_never_reach_messages(server, fetcher):
     err = fails(lambda: fetcher.fetch(f"http://bob:hunter2@127.0.0.1:{server.port}/p?api_key=k3y&q=shoes"))
     assert "hunter2" not in err.message and "k3y" not in err.message
     assert "q=shoes" in err.message and "api_key=***" in err.message
-    port = closed_port()
-    err = fails(lambda: fetcher.fetch(f"http://bob:hunter2@127.0.0.1:{port}/?token=abc"))
+    from ports import refusing_socket
+
+    with refusing_socket() as s:
+        port = s.getsockname()[1]
+        err = fails(lambda: fetcher.fetch(f"http://bob:hunter2@127.0.0.1:{port}/?token=abc"))
     assert "hunter2" not in err.message and "abc" not in err.message
 
 
@@ -389,8 +386,10 @@ def test_get_text_returns_any_status_and_truncates(server, fetcher):
     status, text = fetcher.get_text(server.url("/robots.txt"), limit=100)
     assert status == 200 and len(text) == 100
     assert fetcher.get_text(server.url("/missing"))[0] == 404
-    with pytest.raises(FetchError) as info:
-        fetcher.get_text(f"http://127.0.0.1:{closed_port()}/robots.txt")
+    from ports import refusing_socket
+
+    with refusing_socket() as s, pytest.raises(FetchError) as info:
+        fetcher.get_text(f"http://127.0.0.1:{s.getsockname()[1]}/robots.txt")
     assert info.value.error_type == errors.NETWORK
 
 

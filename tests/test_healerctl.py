@@ -168,6 +168,7 @@ class Daemon:
 
 @pytest.fixture
 def daemon(tmp_path):
+    """Not healerd: a real ControlServer on a Unix socket whose handler gives canned answers."""
     d = Daemon()
     path = str(tmp_path / "d.sock")
     srv = ControlServer(path, d)

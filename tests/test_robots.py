@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import pytest
@@ -108,14 +107,15 @@ def test_ttl_expiry_refetches(server, fetcher):
 
 
 def test_network_error_allows_and_never_raises(fetcher):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
+    from ports import refusing_socket
+
+    s = refusing_socket()
     port = s.getsockname()[1]
-    s.close()
     rp = RobotsPolicy(fetcher)
     assert rp.allowed(f"http://127.0.0.1:{port}/x", UA)
     assert rp.crawl_delay(f"http://127.0.0.1:{port}/x", UA) is None
     assert "connection refused" in rp.describe(f"http://127.0.0.1:{port}/")
+    s.close()
     assert rp.allowed("http://robots-test.invalid/x", UA)
 
 

@@ -121,15 +121,25 @@ class Deployer(ServiceActor):
                 return merged
         validation = verdict.to_dict()
         if verdict.action == PROMOTE:
-            self.registry.write("promote", name, version, validation,
-                                url=candidate.url if candidate.url and candidate.url != src["url"] else None,
-                                page={"url": url, "html": page.text, "records": cand_ex.data})
+            self._promote(name, version, validation,
+                          url=candidate.url if candidate.url and candidate.url != src["url"] else None,
+                          page={"url": url, "html": page.text, "records": cand_ex.data})
             log.info("promoted %s version %s (%s), was %s", name, version, msg.origin, prod_version)
             return deploy_result("promoted", version, verdict.reason, validation)
         if verdict.action == STAGE:
             return deploy_result("staged", version, verdict.reason, validation)
         self.registry.write("reject_version", name, version, verdict.reason, validation)
         return deploy_result("rejected", version, verdict.reason, validation)
+
+    def _promote(self, name: str, version: int, validation: dict, **kwargs) -> None:
+        """Promote a staged version; should that fail, reject it (left 'staging', it would block
+        the same candidate as "already staged"). Scraped again once the Doctor has recorded the
+        fix, not here, so HEALED always comes before RECOVERED."""
+        try:
+            self.registry.write("promote", name, version, validation, rescrape=False, **kwargs)
+        except Exception as exc:
+            self.registry.write("reject_version", name, version, f"the promotion failed: {exc}", validation)
+            raise
 
     def _merge_layouts(self, msg: Deploy, candidate: Blueprint, production: Blueprint, prod_ex, page, counts, good,
                        flagged: bool, version: int) -> dict | None:
@@ -162,8 +172,8 @@ class Deployer(ServiceActor):
         validation["proved_on"] = ["the live page", "the page the candidate was made for"]
         reason = f"two layouts at once: merged with production, proved on both ({verdict.reason})"
         if verdict.action == PROMOTE:
-            self.registry.write("promote", msg.name, mv, validation,
-                                page={"url": page.url, "html": page.text, "records": merged_ex.data})
+            self._promote(msg.name, mv, validation,
+                          page={"url": page.url, "html": page.text, "records": merged_ex.data})
             log.info("promoted %s version %s (%s, merged layouts)", msg.name, mv, msg.origin)
             return deploy_result("promoted", mv, reason, validation)
         if verdict.action == STAGE:

@@ -16,6 +16,7 @@ from healerd.actors.messages import Alert, WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
 from healerd.ledger import Effects, Ledger
+from healerd.store.db import write_transaction
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.writer")
@@ -44,7 +45,8 @@ class StoreWriter(ServiceActor):
 
     def _run(self, message: WriteJob):
         try:
-            result = getattr(self.ledger, message.method)(*message.args, **message.kwargs)
+            with write_transaction(self.conn):  # read-then-write safe against other connections' commits
+                result = getattr(self.ledger, message.method)(*message.args, **message.kwargs)
         except Exception as exc:  # never let one bad write stop the writer
             if not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (
                     "IllegalTransition", "SourceExists", "VersionNotFound", "MemoryError_"):

@@ -89,6 +89,25 @@ def transaction(conn: apsw.Connection):
         yield conn
 
 
+@contextmanager
+def write_transaction(conn: apsw.Connection):
+    """One write transaction that holds the write lock from its first statement (BEGIN IMMEDIATE).
+
+    A transaction begun deferred reads first and upgrades to a writer at its first write; if
+    another connection committed in between, that upgrade fails at once with "database is
+    locked" (the busy timeout does not apply). Taking the lock first makes every read-then-write
+    inside safe: a rival commit waits for this one, or this one waits (busy timeout) for it.
+    The `with conn:` blocks inside nest as savepoints."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def rows(conn: apsw.Connection, sql: str, params=()) -> list[dict]:
     """All rows of a query as dicts (the cursor is finished before returning)."""
     cur = conn.execute(sql, params)

@@ -1,0 +1,248 @@
+"""Mutation check: plant plausible one-line bugs in the core modules and count those the tests catch.
+
+    python bench/mutation.py [--module NAME ...] [--timeout 300] [--list]
+
+Each mutant is one textual change to one file (a comparison flipped, a guard disabled, a bound
+moved, a rule dropped) — the kind of bug a real edit introduces. For each one the bench copies
+the source tree (healerd/, tests/, bench/, schema.sql) to a temporary directory once, applies the mutant
+to the copy only (the working tree is never touched), runs the tests that cover the module on
+the copy (`pytest -x`, the copy first on PYTHONPATH, with a timeout), and restores the file in
+the copy. A mutant is *killed* when the tests fail (or time out), *survived* when they pass,
+and *not applicable* when its text is no longer in the source (the code changed: update the
+list). A baseline run without any mutant must pass first.
+
+Prints one line per mutant, then killed/total per module and overall. The goal is >= 85 %
+killed per module; a survivor names a behaviour no test pins down. Slow (a few minutes): it is
+not part of the CI run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str     # the behaviour it belongs to (the report groups by it)
+    path: str       # file, relative to the repository
+    old: str        # exact text, must occur once
+    new: str
+    what: str
+
+
+TESTS = {
+    "validate": ["tests/test_validate.py", "tests/test_deploy_judge.py", "tests/test_core_edges.py"],
+    "extract": ["tests/test_extract_contract.py", "tests/test_validate.py", "tests/test_core_edges.py"],
+    "lifecycle": ["tests/test_lifecycle.py", "tests/test_ledger.py"],
+    "sanitize": ["tests/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_sanitize*.py")),
+    "budget": ["tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
+    "heal-refusal": ["tests/test_builtin_healer.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
+}
+
+V, E, L, S, B, H = ("healerd/validate.py", "healerd/extract.py", "healerd/lifecycle.py", "healerd/sanitize.py",
+                    "healerd/ledger.py", "healerd/heal/builtin.py")
+F = "healerd/store/fixes.py"
+
+MUTANTS = [
+    # -- validate: the item-count band, empty fields, drift, blocks ---------------------------------
+    Mutant("validate", V, "            if n < low:", "            if n <= low:", "band: n < low -> n <= low"),
+    Mutant("validate", V, "            elif n > high:", "            elif n >= high:", "band: n > high -> n >= high"),
+    Mutant("validate", V, "math.floor(median * BAND_LOW) + 1", "math.floor(median * BAND_LOW)", "band: low bound one lower"),
+    Mutant("validate", V, "BAND_HIGH = 10.0 ", "BAND_HIGH = 100.0 ", "band: high factor 10 -> 100"),
+    Mutant("validate", V, "and not isinstance(c, bool) and c > 0]", "and not isinstance(c, bool) and c >= 0]",
+           "band: zero counts count towards the median"),
+    Mutant("validate", V, "        if bad / n <= NULL_TOLERANCE:", "        if bad / n <= 0.5:",
+           "null tolerance 10 % -> 50 %"),
+    Mutant("validate", V, "    if missing == n:", "    if missing == n and n > 1:", "a single record's missing field passes"),
+    Mutant("validate", V, "    if now and all(_plain_words(v) for v in now):", "    if now and any(_plain_words(v) for v in now) and len(now) > 99:",
+           "drift: numbers turned to words no longer caught"),
+    Mutant("validate", V, "        if reason and (strong or p.items):", "        if reason and strong:",
+           "a weak block sign with bad data is not BLOCKED"),
+    Mutant("validate", V, "    return best if shapes.count(best) / len(shapes) >= SHAPE_MAJORITY else None",
+           "    return best", "drift judged without a dominant shape"),
+    Mutant("validate", V, "    score = 0.0 if kind == errors.BLOCKED else", "    score = 1.0 if kind == errors.BLOCKED else",
+           "a blocked page scores 1.0"),
+    # -- extract: the value and number rules ----------------------------------------------------------
+    Mutant("extract", E, 'NUMBER = re.compile(r"-?\\d', 'NUMBER = re.compile(r"\\d', "number: minus sign dropped"),
+    Mutant("extract", E, r'[\d,]*(\.\d+)?")', r'[\d,]*")', "number: decimals dropped"),
+    Mutant("extract", E, 'float(m.group(0).replace(",", ""))', 'float(m.group(0).replace(",", "").lstrip("-"))',
+           "number: sign stripped after matching"),
+    Mutant("extract", E, "        return int(num)", "        return round(num)", "int: rounded instead of truncated"),
+    Mutant("extract", E, '    return " ".join(node.text(deep=True, separator="").split())',
+           '    return node.text(deep=True, separator="").strip()', "text: inner whitespace not collapsed"),
+    Mutant("extract", E, '    return " ".join(node.text(deep=True, separator="").split())',
+           '    return " ".join(node.text(deep=False, separator="").split())', "text: direct text only"),
+    Mutant("extract", E, "        return node.attributes.get(attr)", "        return node.attributes.get(attr) or None",
+           "attr: an empty attribute becomes null"),
+    Mutant("extract", E, "            d, r = _record(item, blueprint.fields)", "            d, r = _record(tree.root, blueprint.fields)",
+           "items: fields looked up in the whole page"),
+    Mutant("extract", E, "    if not m:\n        return None", "    if not m:\n        return 0.0", "no number gives 0 instead of null"),
+    # -- lifecycle: transitions and their persistence -----------------------------------------------
+    Mutant("lifecycle", L, "    if destination(trigger, before) is None:\n        raise IllegalTransition(model.name, trigger, before)",
+           "    if destination(trigger, before) is None:\n        return before, before", "illegal transition returns instead of raising"),
+    Mutant("lifecycle", L, '{"trigger": "recover", "source": DEGRADED,', '{"trigger": "recover", "source": [DEGRADED, QUARANTINED],',
+           "a quarantined source may recover by itself"),
+    Mutant("lifecycle", L, '"source": [ACTIVE, DEGRADED, QUARANTINED], "dest": DEAD', '"source": [ACTIVE, DEGRADED], "dest": DEAD',
+           "a quarantined source cannot die"),
+    Mutant("lifecycle", L, '{"trigger": "unquarantine", "source": [QUARANTINED, DEAD],', '{"trigger": "unquarantine", "source": [QUARANTINED],',
+           "a dead source cannot be unquarantined"),
+    Mutant("lifecycle", L, "            if conn.changes() != 1:", "            if conn.changes() > 1:",
+           "a state changed elsewhere goes unnoticed"),
+    Mutant("lifecycle", L, "        if model.state != before:", "        if False:", "the model is not restored after a failed write"),
+    Mutant("lifecycle", L, "    if state not in STATES:\n        raise", "    if False:\n        raise", "unknown states accepted"),
+    Mutant("lifecycle", L, '(model.name, before, after, trigger, reason[:2000], at)', '(model.name, after, before, trigger, reason[:2000], at)',
+           "audit row records from/to swapped"),
+    # -- sanitize: secrets masked ------------------------------------------------------------------------
+    Mutant("sanitize", S, "MIN_LITERAL = ", "MIN_LITERAL = 1 + ", "a source's literal secrets one character longer before masked"),
+    Mutant("sanitize", S, "return sorted(x for x in found if len(x) >= 4)", "return sorted(x for x in found if len(x) >= 8)",
+           "source secrets under 8 characters ignored"),
+    Mutant("sanitize", S, r'_Rule("bearer_token", r"(\b(?:bearer|basic)\s+)([A-Za-z0-9._~+/-]{8,}=*)"',
+           r'_Rule("bearer_token", r"(\b(?:bearer|basic)\s+)([A-Za-z0-9._~+/-]{24,}=*)"', "bearer tokens under 24 characters kept"),
+    Mutant("sanitize", S, "    return h >= 4.0 and switches", "    return h >= 4.5 and switches", "key entropy floor raised"),
+    Mutant("sanitize", S, "    if len(core) < 32:\n        return False", "    if len(core) < 48:\n        return False",
+           "keys under 48 characters kept"),
+    Mutant("sanitize", S, r'"(\b(?:set-)?cookie', r'"(\b(?:set-)cookie', "the Cookie header no longer masked"),
+    Mutant("sanitize", S, r'"(\b(?:proxy-)?authorization', r'"(\b(?:proxy-)authorization', "the Authorization header no longer masked"),
+    Mutant("sanitize", S, r'_Rule("github_token", r"\b(gh[pousr]_)[A-Za-z0-9]{30,}', r'_Rule("github_token", r"\b(gh[p]_)[A-Za-z0-9]{30,}',
+           "only ghp_ GitHub tokens masked"),
+    Mutant("sanitize", S, r'_Rule("jwt", r"\beyJ', r'_Rule("jwt", r"\beyX', "JWTs no longer masked"),
+    Mutant("sanitize", S, "        if len(s) < MIN_LITERAL or s == MASK:\n            continue\n        out.add(s)",
+           "        if len(s) < MIN_LITERAL or s == MASK:\n            continue\n        out.add(s.lower())",
+           "literal secrets matched lower-cased only"),
+    # -- the attempt budget (ledger) -----------------------------------------------------------------------
+    Mutant("budget", B, "                if used >= budget and state == DEGRADED:", "                if used > budget and state == DEGRADED:",
+           "budget: >= -> >"),
+    Mutant("budget", B, '                budget = 1 if h["retry_only"] else', '                budget = 2 if h["retry_only"] else',
+           "after a quarantine, two retries instead of one"),
+    Mutant("budget", F, 'COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")', 'COUNTED_OUTCOMES = ("promoted", "rejected", "staged")',
+           "errors spend no attempt"),
+    Mutant("budget", F, 'COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")',
+           'COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged", "declined")', "declined attempts spend budget"),
+    Mutant("budget", F, "        since = max(since, after)", "        since = min(since, after)", "an unquarantine does not reset the window"),
+    Mutant("budget", F, "    since = now - window_s\n", "    since = now - 2 * window_s\n", "the attempt window twice as long"),
+    Mutant("budget", B, "attempts_since = ?, retry_only = 1 ", "attempts_since = attempts_since + 0 * ?, retry_only = 1 ",
+           "an expired quarantine keeps the spent budget"),
+    Mutant("budget", B, "quarantine_until IS NOT NULL AND quarantine_until <= ?", "quarantine_until IS NOT NULL AND quarantine_until <= ? - 3600",
+           "quarantines expire an hour late"),
+    Mutant("budget", B, "                    until = now + self.config.doctor.quarantine_for",
+           "                    until = now + 2 * self.config.doctor.quarantine_for", "quarantine twice as long"),
+    # -- the built-in healer's refusal rules -----------------------------------------------------------
+    Mutant("heal-refusal", H, "        if runner is not None and best.score - runner.score < MARGIN:", "        if False:",
+           "ambiguous exact value: refusal disabled"),
+    Mutant("heal-refusal", H, "            if runner is None or best.score - runner.score >= MARGIN:", "            if True:",
+           "ambiguous near value: refusal disabled"),
+    Mutant("heal-refusal", H, "        if likely and (runner is None or best.score - runner.score >= MARGIN):", "        if likely:",
+           "ambiguous label match: refusal disabled"),
+    Mutant("heal-refusal", H, 'gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]',
+           'gone = [n for n, (st, _, _) in decisions.items() if st in ("gone",)]', "single record: ambiguity not refused"),
+    Mutant("heal-refusal", H, "        if best.sim < floor and not best.label_match:", "        if False:",
+           "exact value accepted below the structural floor"),
+    Mutant("heal-refusal", H, "MARGIN = 0.12 ", "MARGIN = 0.01 ", "margin over the runner-up 0.12 -> 0.01"),
+    Mutant("heal-refusal", H, "        if check.get(name) != after.value(cand.node, bp.fields[name].attr):", "        if False:",
+           "single record: verification skipped"),
+    Mutant("heal-refusal", H, "    return [bool(v) and len(v) >= 2 and counts[v] == 1 for v in vals]",
+           "    return [bool(v) for v in vals]", "listing: repeated values count as distinctive"),
+    Mutant("heal-refusal", H, "            if same * 2 < max(1, len(sample)):", "            if False:",
+           "listing: colliding fields not refused"),
+    Mutant("heal-refusal", H, "    return len(value) < 4 or", "    return len(value) < 1 or", "short values are not weak evidence"),
+]
+
+
+def copy_tree(dest: Path) -> None:
+    for name in ("healerd", "tests", "bench"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("schema.sql", "pyproject.toml"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, dest / name)
+
+
+def run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+    """'passed', 'failed' or 'timeout', and the seconds it took."""
+    env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - t0
+    return ("passed" if r.returncode == 0 else "failed"), time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--module", action="append", choices=sorted(TESTS), help="only these modules (repeatable)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per test run (a timeout counts as killed)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.module or m.module in args.module]
+    if args.list:
+        for m in chosen:
+            print(f"{m.module:<13} {m.path:<26} {m.what}")
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="healerd-mutation-") as tmp:
+        copy = Path(tmp)
+        copy_tree(copy)
+        probe = subprocess.run([sys.executable, "-c", "import healerd; print(healerd.__file__)"], cwd=copy,
+                               env=dict(os.environ, PYTHONPATH=str(copy)), capture_output=True, text=True)
+        if not probe.stdout.strip().startswith(str(copy)):
+            print(f"the copy is not what gets imported ({probe.stdout.strip() or probe.stderr.strip()})")
+            return 2
+        modules = sorted({m.module for m in chosen}, key=list(TESTS).index)
+        for mod in modules:
+            status, secs = run_tests(copy, TESTS[mod], args.timeout)
+            print(f"baseline {mod:<13} {status} in {secs:.1f}s ({' '.join(TESTS[mod])})")
+            if status != "passed":
+                print("the tests fail without any mutant: fix them first")
+                return 2
+        tally: dict[str, dict[str, int]] = {mod: {"killed": 0, "survived": 0, "n/a": 0} for mod in modules}
+        survivors = []
+        for i, m in enumerate(chosen, 1):
+            target = copy / m.path
+            original = target.read_text(encoding="utf-8")
+            if original.count(m.old) != 1:
+                verdict, secs = "n/a", 0.0
+            else:
+                target.write_text(original.replace(m.old, m.new), encoding="utf-8")
+                try:
+                    status, secs = run_tests(copy, TESTS[m.module], args.timeout)
+                finally:
+                    target.write_text(original, encoding="utf-8")
+                verdict = "survived" if status == "passed" else "killed"
+                if status == "timeout":
+                    verdict = "killed"
+            tally[m.module][verdict] += 1
+            if verdict == "survived":
+                survivors.append(m)
+            print(f"[{i:>2}/{len(chosen)}] {m.module:<13} {verdict:<9} {secs:5.1f}s  {m.what}", flush=True)
+
+    print(f"\n{'module':<13} {'killed':>6} / {'total':<5} {'rate':>6}   n/a")
+    all_k = all_t = 0
+    short = []
+    for mod in modules:
+        t = tally[mod]
+        total = t["killed"] + t["survived"]
+        all_k, all_t = all_k + t["killed"], all_t + total
+        rate = t["killed"] / total if total else 0.0
+        if rate < 0.85:
+            short.append(mod)
+        print(f"{mod:<13} {t['killed']:>6} / {total:<5} {rate:>6.0%}   {t['n/a']}")
+    print(f"{'all':<13} {all_k:>6} / {all_t:<5} {all_k / max(all_t, 1):>6.0%}")
+    for m in survivors:
+        print(f"survived: {m.module}: {m.what} ({m.path})")
+    print(f"goal >= 85 % killed per module: {'met' if not short else 'MISSED for ' + ', '.join(short)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The built-in healer refuses look-alike pages instead of guessing (see bench/mutation.py).
+
+Pages of our own where the old value sits in two places alike, only in an unlike place, or
+where no column gives every record's value: the answer must be a refusal naming the field.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from healerd.blueprint import Blueprint, FieldSpec
+from healerd.extract import extract
+from healerd.heal.builtin import heal
+
+
+def blueprint(fields: dict[str, tuple[str, str]], items: str | None = None) -> Blueprint:
+    return Blueprint(fields={n: FieldSpec(n, css, ftype) for n, (css, ftype) in fields.items()}, items=items)
+
+
+def page(body: str) -> str:
+    return f"<html><head><title>Shop</title></head><body>{body}</body></html>"
+
+
+PRODUCT = {"title": ("h1.product-title", "str"), "price": ("span.price", "float")}
+PRODUCT_BEFORE = page('<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1>'
+                      '<span class="price">$14.99</span><p class="sku">SKU TL-1001</p></div>')
+LISTING = {"name": ("td.name", "str"), "score": ("td.score", "int")}
+LISTING_BEFORE = page('<table class="stats">' + "".join(
+    f'<tr class="player"><td class="name">P{i}</td><td class="score">{i * 3}</td></tr>' for i in range(1, 6))
+    + "</table>")
+
+
+def refused(bp: Blueprint, before: str, after: str):
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok is False, f"healed where it should refuse: {res.changed} -> {extract(after, res.blueprint).data}"
+    return res
+
+
+@pytest.mark.parametrize("after", [
+    # the old price in two look-alike boxes: either could be the price tomorrow
+    page('<div class="p"><h1 class="name">Claw Hammer Deluxe</h1><div class="a"><span class="amount">$14.99</span></div>'
+         '<div class="b"><span class="amount">$14.99</span></div></div>'),
+    # the old price only deep in a footer table, nothing like where it was
+    page('<footer><table><tr><td><b><i>$14.99</i></b></td></tr></table></footer>'
+         '<div class="p"><h1 class="name">Claw Hammer Deluxe</h1></div>'),
+    # the old price twice in the product box, one wrapped: alike enough that neither clearly wins
+    page('<div class="product"><h1 class="name">Claw Hammer Deluxe</h1><span class="amount">$14.99</span>'
+         '<div><span class="amount">$14.99</span></div></div>'),
+], ids=["two-alike-places", "only-an-unlike-place", "a-close-runner-up"])
+def test_a_single_record_is_refused_when_the_value_has_no_one_right_place(after):
+    res = refused(blueprint(PRODUCT), PRODUCT_BEFORE, after)
+    assert "price" in res.reason
+
+
+def test_a_listing_is_refused_when_no_column_gives_every_records_value():
+    after = page('<table class="league">' + "".join(
+        f'<tr class="row"><td class="n">P{i}</td><td class="s">{i * 3 if i != 2 else 50}</td>'
+        f'<td class="s2">{i * 3 if i != 4 else 60}</td></tr>' for i in range(1, 6)) + "</table>")
+    res = refused(blueprint(LISTING, items="tr.player"), LISTING_BEFORE, after)
+    assert "score" in res.reason
+
+
+def test_a_title_nearly_found_in_two_look_alike_boxes_with_different_values_is_refused():
+    after = page('<div class="p"><div class="a"><h2 class="n">Claw Hammer Deluxe XL</h2></div>'
+                 '<div class="b"><h2 class="n">Claw Hammer Deluxe XS</h2></div><span class="cost">$14.99</span></div>')
+    res = refused(blueprint(PRODUCT), PRODUCT_BEFORE, after)
+    assert "title" in res.reason
