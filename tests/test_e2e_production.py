@@ -69,7 +69,7 @@ def test_a_site_serving_two_layouts_gets_one_parser_for_both(site, daemon_factor
     assert all(o["ok"] for o in outcomes), outcomes
     assert {o["version"] for o in outcomes} == {st["version"]}
     assert {"A", "B"} <= set(served[-6:])
-    recs = d.ctl_json("records", "ab", "--limit", "6")
+    recs = d.ctl_json("records", "ab", "--limit", str(6 * len(EXPECTED)))
     assert all(r["data"] == EXPECTED for r in recs), recs
     assert version_count(d, "ab") == before
     assert d.ctl_json("status", "ab")["state"] == "ACTIVE"
@@ -107,7 +107,7 @@ def test_a_fix_failing_on_the_next_scrape_is_rolled_back_without_an_attempt(site
     site.page("/stats", listing_v1())
     out = d.ctl_json("run", "rb")
     assert out["ok"] is True and out["version"] == 1 and out["state"] == "ACTIVE", out
-    assert d.ctl_json("records", "rb", "--limit", "1")[0]["data"] == EXPECTED
+    assert d.ctl_json("records", "rb", "--limit", str(len(EXPECTED)))[0]["data"] == EXPECTED
     fixes = fix_rows(d, "rb")
     assert len(fixes) == attempts, fixes                         # no attempt spent
     assert fixes[-1]["version"] == 2 and fixes[-1]["production_verdict"] == "false_positive"
@@ -191,7 +191,7 @@ def test_a_heal_whose_live_check_gets_the_other_layout_is_merged_before_promotio
         out = d.ctl_json("run", "dm")
         assert out["ok"] is True and out["version"] == 3, out
     assert fix_rows(d, "dm")[0]["production_verdict"] == "passed"
-    assert d.ctl_json("records", "dm", "--limit", "1")[0]["data"] == EXPECTED
+    assert d.ctl_json("records", "dm", "--limit", str(len(EXPECTED)))[0]["data"] == EXPECTED
 
 
 def test_the_doctor_heals_the_failing_layout_even_when_its_own_fetch_gets_the_good_one(site, daemon_factory,
@@ -226,4 +226,4 @@ def test_the_doctor_heals_the_failing_layout_even_when_its_own_fetch_gets_the_go
     assert {"A", "B"} <= set(served[-4:])
     assert [e["trigger"] for e in d.ctl_json("status", "dl")["events"] if e["trigger"] in ("rollback", "merge")] \
         == ["merge", "rollback"]
-    assert d.ctl_json("records", "dl", "--limit", "1")[0]["data"] == EXPECTED
+    assert d.ctl_json("records", "dl", "--limit", str(len(EXPECTED)))[0]["data"] == EXPECTED
