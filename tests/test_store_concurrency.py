@@ -94,7 +94,9 @@ def outcome(name: str, ok: bool, **kw) -> ScrapeOutcome:
 
 
 def degraded(w: StoreWriter, name: str = "shop") -> None:
+    """A source with a good past (so its failure queues a fix), now failing: DEGRADED."""
     write(w, "add_source", name, from_dict(BP), contended=False)
+    write(w, "record_scrape", outcome(name, ok=True), contended=False)
     write(w, "record_scrape", outcome(name, ok=False), contended=False)
 
 
