@@ -21,10 +21,12 @@ from healerd.heal.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
+    jaccard,
     near_closeness,
     norm_label,
     similarity,
     text_shape,
+    words,
 )
 from healerd.heal.selectors import (
     Selector,
@@ -48,6 +50,7 @@ MIN_SIM_LABEL_SAME_TAG = 0.30  # ... when the node kind (tag) is unchanged
 MIN_SIM_KEEP = 0.75       # the old selector's node is kept when its value changed but it still looks the same
 MAX_VALUE_HITS = 8        # values found in more places than this carry no evidence for containers
 MAX_FIELD_SELECTORS = 250
+CONTEXT_MARGIN = 0.15     # two sets of record containers: one must look this much more like the old surroundings
 
 
 @dataclass
@@ -455,7 +458,10 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         records = list(range(len(cur)))
         details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
     else:
-        found = _find_containers(after, old_raw, bp)
+        found = _find_containers(after, old_raw, bp, _context_words(before, old_containers[0]))
+        if isinstance(found, str):
+            details["items"] = {"status": "ambiguous", "why": found}
+            return HealResult(False, None, f"cannot heal: items ({found})", {}, details=details)
         if found is not None:
             containers, records = found
             why = f"{len(containers)} containers carrying the old records' values"
@@ -612,8 +618,30 @@ def _containers_hold_records(after: Page, cur: list, old_raw: list, bp: Blueprin
     return total > 0 and hits >= 0.8 * total
 
 
-def _find_containers(after: Page, old_raw: list, bp: Blueprint) -> tuple[list[int], list[int]] | None:
-    """New record containers: the widest nodes that hold one record's values and no other record's."""
+def _context_words(page: Page, i: int) -> set[str]:
+    """Words naming a node and its surroundings: its tag and classes, and those of three ancestors."""
+    out = {"<" + page.tags[i]} | words(*page.classes(i))
+    for a in page.ancestors(i, 3):
+        out |= {"<" + page.tags[a]} | words(*page.classes(a), page.attrs[a].get("id") or "")
+    return out
+
+
+def _describe(page: Page, i: int) -> str:
+    """A short human name for a node: tag.classes inside its parent's tag.classes."""
+    def one(k):
+        return page.tags[k] + "".join("." + c for c in page.classes(k)[:2])
+    p = page.parent[i]
+    return (one(p) + " > " if p >= 0 else "") + one(i)
+
+
+def _find_containers(after: Page, old_raw: list, bp: Blueprint,
+                     old_context: set[str] | None = None) -> tuple[list[int], list[int]] | str | None:
+    """New record containers: the widest nodes that hold one record's values and no other record's.
+
+    None when no set of containers carries the records; a one-line reason (str) when two sets
+    carry them equally well and nothing tells them apart.
+    """
+    old_context = old_context or set()
     n_rec = len(old_raw)
     # positions (document order) of each record's value nodes, per ancestor
     spans: dict[int, dict[int, list]] = {}          # ancestor -> record -> [first, last, fields]
@@ -660,8 +688,29 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint) -> tuple[list[in
                 slot[r] = (a, n)
     # most records covered, then most fields found in them, then the widest (a row rather than
     # the one cell holding every value still found: the fields whose values changed sit beside it)
-    top_sig = max(sorted(by_sig, key=str), key=lambda k: (len(by_sig[k]), sum(n for _, n in by_sig[k].values()),
-                                                          -min(after.depth[a] for a, _n in by_sig[k].values())))
+    def evidence(k):
+        return (len(by_sig[k]), sum(n for _, n in by_sig[k].values()))
+    ordered = sorted(sorted(by_sig, key=str), key=lambda k: (evidence(k), -min(after.depth[a] for a, _n in by_sig[k].values())),
+                     reverse=True)
+    top_sig = ordered[0]
+    # a second, disjoint set of nodes carrying the same records just as fully (a "related" block
+    # copying the records): which one is the list cannot be told from the values
+    for other in ordered[1:]:
+        if evidence(other) != evidence(top_sig):
+            break
+        mine = {a for a, _n in by_sig[top_sig].values()}
+        theirs = {a for a, _n in by_sig[other].values()}
+        if any(after.contains(x, y) or after.contains(y, x) for x in mine for y in theirs):
+            continue
+        # the one whose surroundings look like the old records' surroundings, when clearly so
+        like_top, like_other = (jaccard(old_context, _context_words(after, min(mine))),
+                                jaccard(old_context, _context_words(after, min(theirs))))
+        if abs(like_top - like_other) < CONTEXT_MARGIN:
+            return ("two sets of nodes carry the same records equally well (a copy such as a 'related' block?): "
+                    f"{_describe(after, min(mine))} and {_describe(after, min(theirs))}")
+        if like_other > like_top:
+            top_sig = other
+        break
     chosen_by_rec = {r: a for r, (a, _n) in by_sig[top_sig].items()}
     # enough of the records must be found: most of those with evidence, half of all
     if len(chosen_by_rec) < max(2, (n_rec + 1) // 2) or len(chosen_by_rec) < 0.8 * len(per_record):
