@@ -50,6 +50,9 @@ MIN_SIM_LABEL_SAME_TAG = 0.30  # ... when the node kind (tag) is unchanged
 MIN_SIM_KEEP = 0.75       # the old selector's node is kept when its value changed but it still looks the same
 MAX_VALUE_HITS = 8        # values found in more places than this carry no evidence for containers
 MAX_FIELD_SELECTORS = 250
+TWIN_MARGIN = 0.03       # a candidate more like a passed-over look-alike than like the old node by this much is dropped
+RECORD_MAX_DISTANCE = 1.0  # placed by the record: the candidate's distances to the other fields match the old ones
+RECORD_MARGIN = 2.0        # ... and the next candidate's are off by this many more steps
 CONTEXT_MARGIN = 0.15     # two sets of record containers: one must look this much more like the old surroundings
 
 
@@ -158,9 +161,13 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
             continue
         partner_values = {after_attr: old_raw.get(p) for p in partners[name]
                           for after_attr in [bp.fields[p].attr]}
-        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values)
+        distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
+        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values, distractors)
         decisions[name] = (status, cand, why)
         details[name] = _detail(status, cand, runner, why, after, spec)
+
+    # fields the value alone could not place: their relation to the fields that were placed
+    _place_by_record(bp, before, after, old_nodes, old_raw, fps, decisions, details)
 
     # fields whose value changed but whose old node was shared with a found field follow it
     for name, (status, _cand, _why) in list(decisions.items()):
@@ -215,7 +222,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     return HealResult(True, new_bp, summary, changed, confidence=conf, details=details)
 
 
-_EVIDENCE_RANK = {"current": 4, "exact": 3, "shared": 2, "near": 1, "label": 0}
+_EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "shared": 2, "near": 1, "label": 0}
 
 
 def _settle_optional_single(bp: Blueprint, after: Page, decisions: dict, details: dict) -> None:
@@ -270,10 +277,11 @@ def _drop_collisions_single(bp: Blueprint, after: Page, old_nodes: dict, decisio
 
 
 def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: int | None,
-            partner_values: dict) -> tuple[str, Candidate | None, str, Candidate | None]:
+            partner_values: dict, distractors: list[Fingerprint] = ()) -> tuple[str, Candidate | None, str, Candidate | None]:
     """Find the node that now carries field data: (status, best, why, runner-up)."""
     weak = _is_weak(old_value)
     exact = _exact_candidates(fp, old_value, spec.attr, after, partner_values, None)
+    exact = _without_copies(after, _without_distractor_twins(fp, distractors, after, spec.attr, exact), old_value)
     if exact:
         best, runner = exact[0], (exact[1] if len(exact) > 1 else None)
         floor = MIN_SIM_WEAK if (weak and not best.label_match) else MIN_SIM_EXACT
@@ -301,6 +309,154 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
         if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
             return "kept", None, "value changed in place (same node kind)", None
     return "gone", None, "the old value is nowhere on the page", None
+
+
+def _distractors(before: Page, old_node: int | None, value: str | None, attr: str | None) -> list[Fingerprint]:
+    """Fingerprints of the other nodes of the last good page that carried the field's value (and were not chosen)."""
+    if old_node is None or not value:
+        return []
+    chain = set(before.chain_members(old_node)) if not attr else {old_node}
+    out = []
+    for i in before.exact(value, attr)[:MAX_VALUE_HITS * 3]:
+        if i in chain or (not attr and (before.contains(i, old_node) or before.contains(old_node, i))):
+            continue
+        out.append(fingerprint(before, i, value))
+    return out
+
+
+def _without_distractor_twins(fp: Fingerprint, distractors: list[Fingerprint], after: Page, attr: str | None,
+                              cands: list[Candidate]) -> list[Candidate]:
+    """Drop candidates that look more like a node the old selector did *not* pick than like the one it did.
+
+    The last good page already had those look-alikes (a navigation link with the same href, the
+    <link rel=prev> in the head) and the blueprint passed them over; their counterparts on the
+    current page are passed over too. When every candidate is such a twin, none is dropped.
+    """
+    if not distractors or len(cands) < 2:
+        return cands
+    kept = []
+    for c in cands:
+        v = after.value(c.node, None) if attr else None
+        twin = max(similarity(d, after, c.node, v) for d in distractors)
+        if twin <= c.sim + TWIN_MARGIN:
+            kept.append(c)
+    return kept or cands
+
+
+def _without_copies(after: Page, cands: list[Candidate], value: str) -> list[Candidate]:
+    """Fold candidates that sit in copies of one block (a layout rendered twice: mobile and desktop).
+
+    Two candidates are copies when the same path of tags and classes leads up to two disjoint
+    ancestors whose whole texts are equal and say more than the value: the same content twice,
+    not two fields that happen to hold the same value now. The first in document order stands
+    for the copies (it is the one a selector's first match gives).
+    """
+    if len(cands) < 2:
+        return cands
+    out: list[Candidate] = []
+    for c in sorted(cands, key=lambda c: c.node):
+        if not any(_copies(after, k.node, c.node, value) for k in out):
+            out.append(c)
+        else:
+            k = next(k for k in out if _copies(after, k.node, c.node, value))
+            k.score = max(k.score, c.score)
+    out.sort(key=lambda c: (-c.score, c.node))
+    return out
+
+
+def _copies(page: Page, a: int, b: int, value: str) -> bool:
+    if page.tags[a] != page.tags[b] or page.classes(a) != page.classes(b):
+        return False
+    x, y = a, b
+    last = None
+    for _level in range(5):
+        px, py = page.parent[x], page.parent[y]
+        if px < 0 or py < 0 or px == py or page.contains(px, b) or page.contains(py, a):
+            break
+        if page.tags[px] != page.tags[py] or page.classes(px) != page.classes(py):
+            break
+        x, y = px, py
+        last = (x, y)
+    if last is None:
+        return False
+    tx, ty = page.texts[last[0]], page.texts[last[1]]
+    return tx == ty and len(tx) >= len(value) + 20
+
+
+def _relation(page: Page, x: int, y: int) -> tuple[int, int] | None:
+    """Steps up from x and from y to their lowest common ancestor."""
+    up_x = {x: 0}
+    k, a = 0, x
+    while a >= 0:
+        up_x[a] = k
+        a, k = page.parent[a], k + 1
+    k, a = 0, y
+    while a >= 0:
+        if a in up_x:
+            return up_x[a], k
+        a, k = page.parent[a], k + 1
+    return None
+
+
+def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
+                     decisions: dict, details: dict) -> None:
+    """Settle fields whose old value turned up in several places (or only in unlike ones) by the record.
+
+    The fields that were placed with certainty are anchors. On the last good page each field
+    sat at some distance from each anchor (steps up to their common ancestor); the candidate
+    whose distances to the anchors are the old ones — the same record, not a copy in another
+    block — is taken when it is clearly the closest and looks enough like the old node.
+    """
+    root = after.tree.root
+    anchors: dict[str, tuple[int, int]] = {}     # name -> (old node, new node)
+    for name, (status, cand, _why) in decisions.items():
+        if old_nodes.get(name) is None:
+            continue
+        if status == "healed" and cand is not None and cand.kind in ("exact", "near"):
+            anchors[name] = (old_nodes[name], cand.node)
+        elif status == "kept" and old_raw.get(name) is not None:
+            node = after.index_of(root.css_first(bp.fields[name].css))
+            if node is not None:
+                anchors[name] = (old_nodes[name], node)
+    for name, (status, _cand, why) in list(decisions.items()):
+        if status not in ("ambiguous", "gone") or name not in fps or old_nodes.get(name) is None:
+            continue
+        spec = bp.fields[name]
+        value = old_raw.get(name)
+        mine = {a: n for a, n in anchors.items() if a != name and n[0] != old_nodes[name]}
+        if not value or not mine:
+            continue
+        cands = _exact_candidates(fps[name], value, spec.attr, after, {}, None)
+        if not cands:
+            continue
+        olds = {a: _relation(before, old_nodes[name], o) for a, (o, _n) in mine.items()}
+
+        def distance(c: Candidate) -> float:
+            ds = []
+            for a, (_o, n) in mine.items():
+                was, now = olds[a], _relation(after, c.node, n)
+                if was is None or now is None:
+                    ds.append(9.0)
+                else:
+                    ds.append(abs(was[0] - now[0]) + abs(was[1] - now[1]))
+            return sum(ds) / len(ds)
+        ranked = sorted(((distance(c), -c.score, c.node, c) for c in cands), key=lambda t: t[:3])
+        best_d, best = ranked[0][0], ranked[0][3]
+        runner_d = ranked[1][0] if len(ranked) > 1 else None
+        if best.sim < MIN_SIM_EXACT and not best.label_match:
+            continue
+        if best_d > RECORD_MAX_DISTANCE or (runner_d is not None and runner_d - best_d < RECORD_MARGIN):
+            if status == "ambiguous" and runner_d is not None:
+                why = (f"{why}; nor does the record tell them apart (distance to the other fields "
+                       f"{best_d:.1f} vs {runner_d:.1f})")
+                decisions[name] = (status, None, why)
+                details[name] = {**details.get(name, {}), "why": why}
+            continue
+        best.kind = "record"
+        why = (f"old value found in {len(cands)} place(s); the one where the other fields "
+               f"({', '.join(sorted(mine))}) sit as before (distance {best_d:.1f})")
+        decisions[name] = ("healed", best, why)
+        details[name] = _detail("healed", best, None, why, after, spec)
 
 
 def _is_weak(value: str) -> bool:
@@ -401,7 +557,7 @@ def _label_candidates(fp: Fingerprint, attr: str | None, after: Page) -> list[Ca
 def _confidence(c: Candidate | None) -> float:
     if c is None:
         return 0.0
-    base = {"exact": 0.7, "shared": 0.65, "near": 0.5, "label": 0.45}.get(c.kind, 0.4)
+    base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "label": 0.45}.get(c.kind, 0.4)
     return round(min(1.0, base + 0.3 * c.sim), 3)
 
 
