@@ -818,7 +818,10 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
     # a node can hold record r when r's values come before any other record's inside it
     # (css_first picks the first match, so nested records are fine)
     per_record: dict[int, list[tuple[int, int]]] = {}
+    pure: set[int] = set()      # nodes holding one record's values only
     for a, recs in spans.items():
+        if len(recs) == 1:
+            pure.add(a)
         for r, (_lo, hi, names) in recs.items():
             if all(hi < olo for o, (olo, _, _) in recs.items() if o != r):
                 per_record.setdefault(r, []).append((a, len(names)))
@@ -831,7 +834,8 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
         return [lca_like], [0]
     # each record's best node: most of its fields, then the widest
     def rank(a: int, s: int) -> tuple:
-        return (s, -after.depth[a], -a)
+        # a node that also holds later records (the parent of a nested list) only when nothing purer is found
+        return (s, a in pure, -after.depth[a], -a)
     # the container kind most records agree on: tag under the same kind of parent
     def sig(a: int) -> tuple:
         p = after.parent[a]
