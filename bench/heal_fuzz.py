@@ -7,8 +7,8 @@ before.html), each generated case composes one to three of the changes real rede
 make — class and id renames, CSS-module hashed class names, added wrappers (`div.meta`),
 a field moved to another region (a footer link) or to the end of its record, table →
 div grid / definition list, label text changed, sibling reorder, decoy "related" /
-"recommended" blocks carrying copies of the values, attribute noise, whitespace and
-entity changes — and, for about one case in five, a negative change (one field's data
+"recommended" blocks carrying copies of the values, attribute noise, the records' own
+values changed (the decoys keeping the old ones), whitespace and entity changes — and, for about one case in five, a negative change (one field's data
 removed everywhere: the healer must refuse).
 
 The truth is not guessed: before mutating, every record container and field node is
@@ -446,6 +446,47 @@ def _whitespace_entities(html: str, rng: random.Random) -> str:
     return "".join(out)
 
 
+def _bump_digits(text: str) -> str:
+    """Every digit run's last digit moved on by one (9 -> 8): same shape, another value."""
+    import re
+    return re.sub(r"\d+", lambda m: m.group(0)[:-1] + ("8" if m.group(0)[-1] == "9" else str(int(m.group(0)[-1]) + 1)), text)
+
+
+def _change_text(html: str, rng: random.Random) -> str:
+    """The first non-blank text between tags changed: numbers bumped, words given a suffix."""
+    import re
+    parts = re.split(r"(<[^>]*>)", html)
+    for k, part in enumerate(parts):
+        if part.startswith("<") or not part.strip():
+            continue
+        if any(ch.isdigit() for ch in part):
+            parts[k] = _bump_digits(part)
+        else:
+            parts[k] = part.rstrip() + rng.choice([" II", " (new)", " Plus", " 2nd ed."]) + part[len(part.rstrip()):]
+        return "".join(parts)
+    return html
+
+
+def m_values_changed(w: Work):
+    """The records' own values change (another day's prices and names); copies elsewhere keep the old ones."""
+    names = list(w.bp.fields)
+    picked = set(w.rng.sample(names, max(1, len(names) // 2 + w.rng.randrange(2))))
+    n = 0
+    for node in w.field_nodes():
+        fields = (node.attrs.get(MARK_FIELD) or "").split()
+        if not set(fields) & picked:
+            continue
+        for f in fields:
+            attr = w.bp.fields[f].attr
+            if attr and node.attrs.get(attr):
+                v = node.attrs[attr]
+                node.attrs[attr] = _bump_digits(v) if any(ch.isdigit() for ch in v) else v + ("&v=2" if "?" in v else "?v=2")
+        if any(not w.bp.fields[f].attr for f in fields):
+            node.inner_html = _change_text(node.inner_html or "", w.rng)
+        n += 1
+    return f"values changed on {n} nodes ({', '.join(sorted(picked))})" if n else None
+
+
 POSITIVE: dict[str, Callable] = {
     "rename-classes": m_rename_classes,
     "css-modules": m_css_modules,
@@ -459,6 +500,7 @@ POSITIVE: dict[str, Callable] = {
     "reorder": m_reorder,
     "decoy": m_decoy,
     "attr-noise": m_attr_noise,
+    "values-changed": m_values_changed,   # after the decoys, so their copies keep the old values
     "whitespace-entities": None,   # string level, applied last
 }
 

@@ -45,11 +45,14 @@ MARGIN = 0.12             # best must beat the runner-up by this much (combined 
 MIN_SIM_EXACT = 0.30      # structural floor for a unique, distinctive exact value
 MIN_SIM_WEAK = 0.55       # ... for a short/numeric value without a matching label
 MIN_SIM_NEAR = 0.50       # ... for a near (containment) value match without a label
+MIN_NEAR_CLOSENESS = 0.5  # ... and the old value must be at least half of the text found
 MIN_SIM_LABEL = 0.55      # ... for a label-only match (value changed)
 MIN_SIM_LABEL_SAME_TAG = 0.30  # ... when the node kind (tag) is unchanged
 MIN_SIM_KEEP = 0.75       # the old selector's node is kept when its value changed but it still looks the same
 MAX_VALUE_HITS = 8        # values found in more places than this carry no evidence for containers
 MAX_FIELD_SELECTORS = 250
+MIN_SIM_IN_PLACE = 0.85   # the old selector's node still looks like the old one: a changed value stays there
+IN_PLACE_MARGIN = 0.1     # ... unless the old value turned up in a place nearly as alike
 TWIN_MARGIN = 0.03       # a candidate more like a passed-over look-alike than like the old node by this much is dropped
 RECORD_MAX_DISTANCE = 1.0  # placed by the record: the candidate's distances to the other fields match the old ones
 RECORD_MARGIN = 2.0        # ... and the next candidate's are off by this many more steps
@@ -159,10 +162,21 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         if cur_value == old_value:
             decisions[name] = ("kept", None, "old selector gives the old value")
             continue
+        # a field that shared its old node with another field stays on that node while the
+        # other field's old selector still gives the other's old value there (a link's href
+        # changed, its text did not)
+        held = next((p for p in partners[name] if cur is not None and old_raw.get(p) is not None
+                     and after.index_of(root_a.css_first(bp.fields[p].css)) == cur
+                     and after.value(cur, bp.fields[p].attr) == old_raw.get(p)), None)
+        if held is not None and cur_value:
+            decisions[name] = ("kept", None, f"value changed on the node that still gives field {held!r} its old value")
+            continue
         partner_values = {after_attr: old_raw.get(p) for p in partners[name]
                           for after_attr in [bp.fields[p].attr]}
         distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
-        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values, distractors)
+        others = {v for m, v in old_raw.items() if m != name and v}
+        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values, distractors, others,
+                                            before)
         decisions[name] = (status, cand, why)
         details[name] = _detail(status, cand, runner, why, after, spec)
 
@@ -196,6 +210,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         if status != "healed" or cand is None:
             continue
         spec = bp.fields[name]
+        if cand.node == after.index_of(root_a.css_first(spec.css)):
+            continue   # the old selector already gives this node: nothing to change
         key = (cand.node, spec.attr)
         if key not in selector_for_node:
             selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=spec.attr)
@@ -277,11 +293,21 @@ def _drop_collisions_single(bp: Blueprint, after: Page, old_nodes: dict, decisio
 
 
 def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: int | None,
-            partner_values: dict, distractors: list[Fingerprint] = ()) -> tuple[str, Candidate | None, str, Candidate | None]:
+            partner_values: dict, distractors: list[Fingerprint] = (),
+            others: set[str] = frozenset(), before: Page | None = None) -> tuple[str, Candidate | None, str, Candidate | None]:
     """Find the node that now carries field data: (status, best, why, runner-up)."""
     weak = _is_weak(old_value)
     exact = _exact_candidates(fp, old_value, spec.attr, after, partner_values, None)
     exact = _without_copies(after, _without_distractor_twins(fp, distractors, after, spec.attr, exact), old_value)
+    in_place = _in_place(fp, spec, after, cur, others, before)
+    if in_place is not None:
+        if not exact or exact[0].sim < in_place - IN_PLACE_MARGIN:
+            return "kept", None, (f"value changed in place: the old selector's node still looks the same "
+                                  f"(likeness {in_place:.2f})" + (f"; the old value elsewhere looks less alike "
+                                                                  f"({exact[0].sim:.2f})" if exact else "")), None
+        return "ambiguous", None, (f"the old selector's node now shows {_short(after.value(cur, spec.attr))} "
+                                   f"(changed in place?) and the old value is at {_describe(after, exact[0].node)} "
+                                   f"(moved?), alike {in_place:.2f} vs {exact[0].sim:.2f}"), exact[0]
     if exact:
         best, runner = exact[0], (exact[1] if len(exact) > 1 else None)
         floor = MIN_SIM_WEAK if (weak and not best.label_match) else MIN_SIM_EXACT
@@ -293,7 +319,8 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
     near = _near_candidates(fp, old_value, spec.attr, after, partner_values, None)
     if near:
         best, runner = near[0], (near[1] if len(near) > 1 else None)
-        if best.label_match or best.sim >= MIN_SIM_NEAR:
+        # a long text merely containing the old value (a breadcrumb holding the old name) needs its label
+        if best.label_match or (best.sim >= MIN_SIM_NEAR and best.closeness >= MIN_NEAR_CLOSENESS):
             if runner is None or best.score - runner.score >= MARGIN:
                 return "healed", best, f"old value found nearly (closeness {best.closeness:.2f})", runner
             return "ambiguous", None, "several places nearly carry the old value", runner
@@ -309,6 +336,35 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
         if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
             return "kept", None, "value changed in place (same node kind)", None
     return "gone", None, "the old value is nowhere on the page", None
+
+
+def _short(value: str | None, n: int = 40) -> str:
+    v = value or ""
+    return repr(v if len(v) <= n else v[:n - 1] + "…")
+
+
+def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, others: set[str],
+              before: Page | None = None) -> float | None:
+    """The likeness of the old selector's node when its value changed in place, else None.
+
+    In place: the node looks like the old one (tag, classes, ancestors, position), still gives a
+    value of the old shape under the same label, and that value is not another field's old value
+    (cells that swapped places are not values that changed), nor a value the last good page already
+    showed somewhere (the next item of a list sliding into the place of one that moved away).
+    """
+    if cur is None:
+        return None
+    value = after.value(cur, spec.attr)
+    if not value or _value_kind(value) != _value_kind(fp.value) or value in others:
+        return None
+    if before is not None and before.exact(value, spec.attr):
+        return None
+    if fp.label and fp.label_kind in _STRONG_LABEL_KINDS and after.label(cur) != fp.label:
+        return None
+    sim = similarity(fp, after, cur, after.value(cur, None) if spec.attr else None)
+    if text_shape(value) != fp.shape:
+        sim += 0.1   # same kind of value (a name that grew a word): the shape part of likeness holds
+    return sim if sim >= MIN_SIM_IN_PLACE else None
 
 
 def _distractors(before: Page, old_node: int | None, value: str | None, attr: str | None) -> list[Fingerprint]:
@@ -646,6 +702,8 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     for name, spec in bp.fields.items():
         status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, fps.get(name),
                                                       old_kind)
+        if status == "healed" and css and css != spec.css and _same_nodes(after, containers, css, spec.css):
+            status, css, why = "kept", spec.css, f"{why}; the old selector gives the same nodes"
         decisions[name] = (status, why)
         details[name] = {"status": status, "why": why, **info}
         if css:
@@ -684,6 +742,11 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     summary = "; ".join(f"{k} -> {v}" for k, v in changed.items())
     conf = min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names])
     return HealResult(True, new_bp, summary, changed, confidence=round(conf, 3), details=details)
+
+
+def _same_nodes(after: Page, containers: list[int], css_a: str, css_b: str) -> bool:
+    """Both selectors give the same node (or none) in every container."""
+    return all(lexbor_first_in(after, c, css_a) == lexbor_first_in(after, c, css_b) for c in containers)
 
 
 def _settle_optional_items(bp, after: Page, containers, new_fields, decisions, details) -> None:
@@ -853,10 +916,11 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
     ordered = sorted(sorted(by_sig, key=str), key=lambda k: (evidence(k), -min(after.depth[a] for a, _n in by_sig[k].values())),
                      reverse=True)
     top_sig = ordered[0]
-    # a second, disjoint set of nodes carrying the same records just as fully (a "related" block
-    # copying the records): which one is the list cannot be told from the values
+    # a second, disjoint set of nodes carrying as many of the records (a "related" block copying
+    # them, perhaps with their old values while the list's changed): the values cannot tell which
+    # is the list, the surroundings may
     for other in ordered[1:]:
-        if evidence(other) != evidence(top_sig):
+        if len(by_sig[other]) != len(by_sig[top_sig]):
             break
         mine = {a for a, _n in by_sig[top_sig].values()}
         theirs = {a for a, _n in by_sig[other].values()}
@@ -866,7 +930,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
         like_top, like_other = (jaccard(old_context, _context_words(after, min(mine))),
                                 jaccard(old_context, _context_words(after, min(theirs))))
         if abs(like_top - like_other) < CONTEXT_MARGIN:
-            return ("two sets of nodes carry the same records equally well (a copy such as a 'related' block?): "
+            return ("two sets of nodes carry the same records (a copy such as a 'related' block?): "
                     f"{_describe(after, min(mine))} and {_describe(after, min(theirs))}")
         if like_other > like_top:
             top_sig = other
