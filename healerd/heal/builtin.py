@@ -1052,6 +1052,14 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
     if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):
         return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {}
+    if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
+        # a short value found again only in another kind of node (tag) that was another part of the
+        # old records (a parameter's name in the parameter list, where the signature's changed)
+        found = [n for n in (lexbor_first_in(after, containers[k], css) for k in sample) if n is not None]
+        foreign = sum(1 for n in found if after.tags[n] != fp.tag and _node_sig(after, n) in kinds[name].foreign)
+        if found and foreign * 2 > len(found):
+            return "ambiguous", None, (f"short values found only in nodes like another part of the old records "
+                                       f"({css!r}, likeness {sim:.2f})"), {}
     conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
     return "healed", css, f"finds {h} of {len(containers)} records' values", {
         "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
