@@ -9,6 +9,7 @@ import pytest
 
 from healerd.blueprint import Blueprint, FieldSpec, check_selector
 from healerd.extract import extract
+from healerd.deploy import LOW_CONFIDENCE
 from healerd.heal.builtin import HealResult, heal
 
 # real "site changed" cases (before/after pages and the truth; format in its README)
@@ -150,6 +151,16 @@ def test_values_changed_along_with_layout_found_by_label():
     res, got = run(blueprint, before, after)
     assert res.ok, res.reason
     assert got == {"price": 61.5, "stock": 12}
+    # found by structure and label, not by its old value: a low confidence, said in the fix note,
+    # so the Deployer stages it for a person
+    assert res.confidence < LOW_CONFIDENCE and f"confidence {res.confidence:.2f}" in res.reason
+
+
+def test_a_heal_on_the_old_values_is_confident_enough_to_promote():
+    after = PRODUCT_BEFORE.replace('class="price"', 'class="pdp-amount"').replace('class="sku"', 'class="pdp-sku"')
+    res, got = run(bp(PRODUCT_FIELDS), PRODUCT_BEFORE, after)
+    assert res.ok and got["price"] == 14.99
+    assert res.confidence >= LOW_CONFIDENCE and f"confidence {res.confidence:.2f}" in res.reason
 
 
 def test_coordinated_items_href_changes_with_its_link():

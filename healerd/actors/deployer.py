@@ -30,6 +30,7 @@ class Deploy:
     candidate_json: str
     origin: str          # builtin | memory | external | human
     note: str = ""
+    confidence: float | None = None   # the healer's own confidence in the candidate, when it gives one
 
 
 UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
@@ -112,7 +113,7 @@ class Deployer(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged,
-                        status=page.status)
+                        status=page.status, confidence=msg.confidence)
         validation = verdict.to_dict()
         if verdict.action == PROMOTE:
             self.registry.write("promote", name, version, validation,

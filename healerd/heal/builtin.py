@@ -235,7 +235,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
             return _refusal([name], decisions, details, note="verification failed")
     conf = min(_confidence(decisions[n][1]) for n in changed)
     summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
-    return HealResult(True, new_bp, summary, changed, confidence=conf, details=details)
+    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
 
 
 _EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "shared": 2, "near": 1, "label": 0}
@@ -740,8 +740,8 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     if got.item_count != len(containers):
         return HealResult(False, None, "cannot heal: items (verification: wrong record count)", {}, details=details)
     summary = "; ".join(f"{k} -> {v}" for k, v in changed.items())
-    conf = min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names])
-    return HealResult(True, new_bp, summary, changed, confidence=round(conf, 3), details=details)
+    conf = round(min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names]), 3)
+    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
 
 
 def _same_nodes(after: Page, containers: list[int], css_a: str, css_b: str) -> bool:
