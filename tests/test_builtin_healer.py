@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from selectolax.lexbor import LexborHTMLParser
+
 from healerd.blueprint import Blueprint, FieldSpec, check_selector
 from healerd.extract import extract
 from healerd.deploy import LOW_CONFIDENCE
@@ -424,3 +426,153 @@ def test_bench_compares_numbers_by_the_first_number_with_its_sign():
                                 "origin": "synthetic mutation of real-template case a-b-1-to-2 (x): renamed"}) \
         == "syn:rename-classes+wrap"
     assert bench.mutation_kind({"kind": "real-template", "id": "x"}) == "real-template"
+
+
+# -- look-alikes: when alike places would give different values, the heal is refused -----------------
+
+OFFER_BEFORE = page('<div class="offer"><span class="lbl">Price</span><b class="v">59.00</b></div>'
+                    '<p class="note">Ships in 2 days</p>')
+OFFER_FIELDS = {"price": ("div.offer b.v", "float")}
+
+
+def test_the_old_value_in_two_alike_places_is_refused():
+    # the same value in two alike offers (in store, online): which one the field follows is a coin toss
+    after = page('<div class="o1"><span class="l">Price</span><b class="x">59.00</b> <i>in store</i></div>'
+                 '<div class="o1"><span class="l">Price</span><b class="x">59.00</b> <i>online</i></div>')
+    res, got = run(bp(OFFER_FIELDS), OFFER_BEFORE, after)
+    assert res.ok is False, got
+    assert "price" in res.reason and "two places carry the old value" in res.reason
+
+
+def test_texts_nearly_carrying_the_old_value_in_alike_places_are_refused():
+    before = page('<div class="product"><h1 class="t">Claw Hammer</h1><b class="p">$14.99</b></div>')
+    after = page('<div class="pdp"><h2 class="name">Claw Hammer Deluxe</h2><b class="p">$14.99</b></div>'
+                 '<div class="pdp"><h2 class="name">Claw Hammer Compact</h2><b class="p2">$11.99</b></div>')
+    res, got = run(bp({"title": ("div.product h1.t", "str"), "price": ("b.p", "float")}), before, after)
+    assert res.ok is False, got
+    assert "title" in res.reason and "several places nearly carry the old value" in res.reason
+
+
+def test_a_changed_value_under_its_label_in_two_alike_places_is_refused():
+    before = page('<form><div class="row"><label for="id_price">Price:</label><input id="id_price" value="59.00"></div>'
+                  '<div class="row"><label for="id_stock">Stock:</label><input id="id_stock" value="12"></div></form>')
+    # values changed and two alike inputs carry the label "Price:" with different values
+    after = page('<form><p class="f"><label for="a-price">Price:</label><input id="a-price" class="i" value="61.50"></p>'
+                 '<p class="f"><label for="b-price">Price:</label><input id="b-price" class="i" value="64.00"></p>'
+                 '<p class="f"><label for="c-stock">Stock:</label><input id="c-stock" class="i" value="12"></p></form>')
+    blueprint = bp({"price": ("div.row input#id_price", "float", "value"), "stock": ("input#id_stock", "int", "value")})
+    res, got = run(blueprint, before, after)
+    assert res.ok is False, got
+    assert "price" in res.reason and "stock" not in res.reason.split("cannot heal:")[1]
+
+
+def test_a_listing_whose_changed_values_fit_two_alike_selectors_is_refused():
+    # the names are kept (the records are found), every price changed, and each record now has two
+    # alike money spans (now / was) giving different values: neither may become the price
+    data = [(n, f"${float(p.strip('$')) + 1:.2f}", f"${float(p.strip('$')) + 5:.2f}", s) for n, p, s in CARDS]
+    after = page('<h2>Tools</h2><div class="catalog"><div class="grid">' + "".join(
+        f'<article class="card"><h3 class="name">{n}</h3><div class="meta"><span class="amt">{now}</span>'
+        f'<span class="amt">{was}</span><span class="stock">{s}</span></div></article>' for n, now, was, s in data)
+        + "</div></div>")
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), CARDS_BEFORE, after)
+    assert res.ok is False, got
+    assert "price" in res.reason
+
+
+def test_a_listing_copied_into_a_related_block_is_refused_when_nothing_tells_them_apart():
+    rows = "".join(f'<li class="product"><h3 class="name">{n}</h3><span class="price">{p}</span>'
+                   f'<span class="stock">{s}</span></li>' for n, p, s in CARDS[:2])
+    before = page('<h2>Tools</h2><ul class="products">' + rows + "</ul>")
+    # the list's classes renamed; a block with the same records sits beside it, alike in every way
+    # but its heading: which one is the list cannot be told
+    moved = rows.replace('class="product"', 'class="tile"')
+    after = page('<section class="box"><h3>Tools</h3><ul class="list">' + moved + '</ul></section>'
+                 '<section class="box"><h3>Customers also viewed</h3><ul class="list">' + moved + '</ul></section>')
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), before, after)
+    assert res.ok is False, got
+    assert "items" in res.reason and "two sets of nodes carry the same records" in res.reason
+    # the same list rendered twice, whole (a mobile and a desktop layout): the first is the list
+    twice = page('<section class="box"><ul class="list">' + moved + '</ul></section>'
+                 '<section class="box"><ul class="list">' + moved + '</ul></section>')
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), before, twice)
+    assert res.ok, res.reason
+    assert [r["name"] for r in got] == [n for n, _p, _s in CARDS[:2]]
+
+
+def test_a_listing_whose_changed_values_fit_two_loosened_selectors_is_refused():
+    # every price changed; `.price` now sits on an <i> and a bare <span> holds another money value:
+    # the two loosened forms of `span.price` (`.price`, `span`) give different values
+    data = [(n, f"${float(p.strip('$')) + 1:.2f}", f"${float(p.strip('$')) + 7:.2f}", s) for n, p, s in CARDS]
+    after = page('<h2>Tools</h2><div class="catalog"><div class="grid">' + "".join(
+        f'<article class="card"><h3 class="name">{n}</h3><div class="meta"><span>{b}</span>'
+        f'<i class="price">{a}</i><em class="stock">{s}</em></div></article>' for n, a, b, s in data)
+        + "</div></div>")
+    res, got = run(bp(CARD_FIELDS, "ul.products li.product"), CARDS_BEFORE, after)
+    assert res.ok is False, got
+    assert "price" in res.reason.split("cannot heal:")[1]
+
+
+TOOL_BEFORE = page('<div class="card"><h2 class="x">Claw Hammer</h2><b class="p">$14.99</b></div>'
+                   '<p class="ship">Ships in 2 days</p>')
+TOOL_FIELDS = {"title": ("div.card h2.x", "str"), "price": ("b.p", "float")}
+
+
+def test_the_record_picks_the_old_value_beside_the_other_fields():
+    # the title's classes changed and a "related" box far from the record repeats it
+    after = page('<aside class="rel"><div><div><h2 class="y">Claw Hammer</h2></div></div></aside>'
+                 '<div class="card"><h2 class="y">Claw Hammer</h2><b class="p">$14.99</b></div>')
+    res, got = run(bp(TOOL_FIELDS), TOOL_BEFORE, after)
+    assert res.ok, res.reason
+    assert "aside" not in res.blueprint.fields["title"].css and "rel" not in res.blueprint.fields["title"].css
+    node = LexborHTMLParser(after).css_first(res.blueprint.fields["title"].css)
+    assert node.parent.attrs.get("class") == "card"
+
+
+def test_the_record_does_not_pick_between_two_places_as_near_to_the_other_fields():
+    # both places are one step off the old relation to the price: the record cannot tell them apart
+    after = page('<div class="card"><h2 class="y">Claw Hammer</h2><div class="w"><b class="p">$14.99</b></div>'
+                 '<div class="w"><h2 class="y">Claw Hammer</h2></div></div>')
+    res, got = run(bp(TOOL_FIELDS), TOOL_BEFORE, after)
+    assert res.ok is False, got
+    assert "title" in res.reason and "nor does the record tell them apart" in res.reason
+
+
+def test_a_look_alike_the_old_selector_passed_over_is_passed_over_again():
+    before = page('<nav class="menu"><ul><li><a class="ref internal" href="install.html">Installation</a></li></ul></nav>'
+                  '<div class="relations"><ul><li>Previous: <a href="install.html" title="previous chapter">Installation</a>'
+                  '</li></ul></div>')
+    after = page('<nav class="menu"><ul><li><a class="nav-link internal" href="install.html">Installation</a></li></ul></nav>'
+                 '<footer class="prev-next"><a class="left-prev" href="install.html" title="previous page">Installation</a>'
+                 '</footer>')
+    blueprint = bp({"prev": ("div.relations a[title='previous chapter']", "str", "href")})
+    res, got = run(blueprint, before, after)
+    assert res.ok, res.reason
+    assert got == {"prev": "install.html"}
+    assert LexborHTMLParser(after).css_first(res.blueprint.fields["prev"].css).attrs.get("title") == "previous page"
+
+
+def test_a_changed_value_in_place_with_the_old_value_in_an_alike_place_is_refused():
+    before = page('<div class="product"><h1 class="t">Claw Hammer</h1><b class="price">$14.99</b></div>')
+    # the price changed in place, and an alike block (an older model) shows the old price
+    after = page('<div class="product"><h1 class="t">Claw Hammer</h1><b class="price">$15.49</b></div>'
+                 '<div class="product"><h1 class="t">Claw Hammer (2019)</h1><b class="price">$14.99</b></div>')
+    blueprint = bp({"title": ("div.product h1.t", "str"), "price": ("div.product b.price", "float")})
+    res, got = run(blueprint, before, after)
+    assert res.ok is False, got
+    assert "price" in res.reason and "changed in place?" in res.reason
+    # the old price only in an unlike place (a struck-through note): the value changed in place
+    unlike = after.replace('<div class="product"><h1 class="t">Claw Hammer (2019)</h1><b class="price">$14.99</b></div>',
+                           '<footer><p>Last week: <s>$14.99</s></p></footer>')
+    res, got = run(blueprint, before, unlike)
+    assert res.ok and res.unchanged, res.reason
+
+
+def test_the_next_list_item_sliding_into_the_place_is_not_a_changed_value():
+    blueprint = bp({"title": ("h1.t", "str"), "first": ("ul.ing li", "str")})
+    before = page('<h1 class="t">Onion soup</h1><ul class="ing"><li>1 large onion, sliced</li><li>2 cups of broth</li></ul>')
+    # the first ingredient moved out into a tip; the old selector now gives the second one
+    after = page('<h1 class="t">Onion soup</h1><ul class="ing"><li>2 cups of broth</li></ul>'
+                 '<footer><p>Tip: <span>1 large onion, sliced</span></p></footer>')
+    res, got = run(blueprint, before, after)
+    assert not res.unchanged, res.reason
+    assert res.ok is False or got == {"title": "Onion soup", "first": "1 large onion, sliced"}, got

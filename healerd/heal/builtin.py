@@ -403,7 +403,8 @@ def _without_copies(after: Page, cands: list[Candidate], value: str) -> list[Can
     """Fold candidates that sit in copies of one block (a layout rendered twice: mobile and desktop).
 
     Two candidates are copies when the same path of tags and classes leads up to two disjoint
-    ancestors whose whole texts are equal and say more than the value: the same content twice,
+    ancestors (the highest such pair, or the nodes themselves) whose whole texts are equal and
+    say more than the value: the same content twice,
     not two fields that happen to hold the same value now. The first in document order stands
     for the copies (it is the one a selector's first match gives).
     """
@@ -434,7 +435,7 @@ def _copies(page: Page, a: int, b: int, value: str) -> bool:
         x, y = px, py
         last = (x, y)
     if last is None:
-        return False
+        last = (a, b)
     tx, ty = page.texts[last[0]], page.texts[last[1]]
     return tx == ty and len(tx) >= len(value) + 20
 
@@ -837,6 +838,35 @@ def _containers_hold_records(after: Page, cur: list, old_raw: list, bp: Blueprin
     return total > 0 and hits >= 0.8 * total
 
 
+def _one_of_two_lists(after: Page, old_context: set[str], a: dict[int, int], b: dict[int, int]) -> dict[int, int] | str:
+    """Two disjoint sets of nodes carry the same records (record -> node): which is the list?
+
+    The one whose surroundings look clearly more like the old records' surroundings; else, when
+    the two blocks holding them are copies (the same whole text: a list rendered twice), the first
+    on the page; else a one-line reason to refuse (a "related" block copying the records).
+    """
+    first_a, first_b = min(a.values()), min(b.values())
+    like_a, like_b = (jaccard(old_context, _context_words(after, first_a)),
+                      jaccard(old_context, _context_words(after, first_b)))
+    if abs(like_a - like_b) >= CONTEXT_MARGIN:
+        return a if like_a > like_b else b
+    block_a = _lowest_common(after, list(a.values()))
+    block_b = _lowest_common(after, list(b.values()))
+    if (block_a >= 0 and block_b >= 0 and not after.contains(block_a, block_b) and not after.contains(block_b, block_a)
+            and _copies(after, block_a, block_b, "")):
+        return a if first_a < first_b else b
+    return ("two sets of nodes carry the same records (a copy such as a 'related' block?): "
+            f"{_describe(after, first_a)} and {_describe(after, first_b)}")
+
+
+def _lowest_common(page: Page, nodes: list[int]) -> int:
+    """The deepest node holding all of `nodes` (one of them when they are one)."""
+    anc = nodes[0]
+    while anc >= 0 and not all(page.contains(anc, n) for n in nodes):
+        anc = page.parent[anc]
+    return anc
+
+
 def _context_words(page: Page, i: int) -> set[str]:
     """Words naming a node and its surroundings: its tag and classes, and those of three ancestors."""
     out = {"<" + page.tags[i]} | words(*page.classes(i))
@@ -909,6 +939,14 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
             slot = by_sig.setdefault(sig(a), {})
             if r not in slot or rank(a, n) > rank(*slot[r]):
                 slot[r] = (a, n)
+    # a second node as good for the same record, outside the first (the list twice on the page)
+    twins: dict[tuple, dict[int, int]] = {}
+    for r, cands in per_record.items():
+        for a, n in cands:
+            k = sig(a)
+            best, bn = by_sig[k][r]
+            if a != best and rank(a, n)[:3] == rank(best, bn)[:3] and not (after.contains(a, best) or after.contains(best, a)):
+                twins.setdefault(k, {}).setdefault(r, a)
     # most records covered, then most fields found in them, then the widest (a row rather than
     # the one cell holding every value still found: the fields whose values changed sit beside it)
     def evidence(k):
@@ -919,23 +957,22 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
     # a second, disjoint set of nodes carrying as many of the records (a "related" block copying
     # them, perhaps with their old values while the list's changed): the values cannot tell which
     # is the list, the surroundings may
+    chosen_by_rec = {r: a for r, (a, _n) in by_sig[top_sig].items()}
+    other_list = None
     for other in ordered[1:]:
         if len(by_sig[other]) != len(by_sig[top_sig]):
             break
-        mine = {a for a, _n in by_sig[top_sig].values()}
-        theirs = {a for a, _n in by_sig[other].values()}
-        if any(after.contains(x, y) or after.contains(y, x) for x in mine for y in theirs):
-            continue
-        # the one whose surroundings look like the old records' surroundings, when clearly so
-        like_top, like_other = (jaccard(old_context, _context_words(after, min(mine))),
-                                jaccard(old_context, _context_words(after, min(theirs))))
-        if abs(like_top - like_other) < CONTEXT_MARGIN:
-            return ("two sets of nodes carry the same records (a copy such as a 'related' block?): "
-                    f"{_describe(after, min(mine))} and {_describe(after, min(theirs))}")
-        if like_other > like_top:
-            top_sig = other
-        break
-    chosen_by_rec = {r: a for r, (a, _n) in by_sig[top_sig].items()}
+        theirs = {r: a for r, (a, _n) in by_sig[other].items()}
+        if not any(after.contains(x, y) or after.contains(y, x) for x in chosen_by_rec.values() for y in theirs.values()):
+            other_list = theirs
+            break
+    if other_list is None and len(twins.get(top_sig, {})) == len(chosen_by_rec):
+        other_list = twins[top_sig]     # the same kind of node, twice per record
+    if other_list is not None:
+        pick = _one_of_two_lists(after, old_context, chosen_by_rec, other_list)
+        if isinstance(pick, str):
+            return pick
+        chosen_by_rec = pick
     # enough of the records must be found: most of those with evidence, half of all
     if len(chosen_by_rec) < max(2, (n_rec + 1) // 2) or len(chosen_by_rec) < 0.8 * len(per_record):
         return None
@@ -1163,13 +1200,17 @@ class _OldKind:
     distinct: bool
     foreign: frozenset
     ftype: str
+    single: bool = True   # the old selector matched one node per old record (not the first of a list)
 
     @classmethod
     def of(cls, before: Page, old_containers: list[int], old_raw: list, name: str, spec: FieldSpec) -> "_OldKind":
         vals = [r.get(name) for r in old_raw if r.get(name)]
         own: set = set()
         others: set = set()
+        single = True
         for c in _spread(old_containers, 12):
+            if len(before.nodes[c].css(spec.css)) > 1:
+                single = False
             node = before.index_of(before.nodes[c].css_first(spec.css))
             mine = set(before.chain_members(node)) if node is not None and not spec.attr else (
                 {node} if node is not None else set())
@@ -1177,7 +1218,8 @@ class _OldKind:
             for j in range(c + 1, min(before.end[c], c + 400)):
                 if j not in mine:
                     others.add(_node_sig(before, j))
-        return cls(frozenset(_value_kind(v) for v in vals), len(set(vals)) > 1, frozenset(others - own), spec.type)
+        return cls(frozenset(_value_kind(v) for v in vals), len(set(vals)) > 1, frozenset(others - own), spec.type,
+                   single)
 
     def fits(self, value: str | None) -> bool:
         if not value or _value_kind(value) not in self.kinds:
@@ -1265,6 +1307,17 @@ def _changed_values_in_containers(after: Page, containers: list[int], spec: Fiel
     if runner is not None and best.score - runner.score < MARGIN:
         return "ambiguous", None, (f"values changed; {best.css!r} and {runner.css!r} both give values of the old kind "
                                    f"({best.score:.2f} vs {runner.score:.2f})"), {}
+    if kind.single:
+        # one node per old record, but the winner matches two alike nodes giving different values of
+        # the old kind in a record (a price now and a price before): its first match is a coin toss
+        torn = 0
+        for c in sample[:12]:
+            vals = {v for v in (after.value(after.index_of(n), spec.attr) for n in after.nodes[c].css(best.css))
+                    if kind.fits(v)}
+            torn += len(vals) > 1
+        if torn * 2 > min(len(sample), 12):
+            return "ambiguous", None, (f"values changed; {best.css!r} now finds two nodes with different values "
+                                       f"of the old kind in {torn} of {min(len(sample), 12)} records"), {}
     if fp.label and fp.label_kind in _STRONG_LABEL_KINDS:
         labels = [after.label(n) for n in best.nodes[:5] if n is not None]
         if labels and all(lb and lb != fp.label for lb in labels):
