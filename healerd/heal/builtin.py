@@ -51,6 +51,7 @@ MIN_SIM_LABEL_SAME_TAG = 0.30  # ... when the node kind (tag) is unchanged
 MIN_SIM_KEEP = 0.75       # the old selector's node is kept when its value changed but it still looks the same
 MAX_VALUE_HITS = 8        # values found in more places than this carry no evidence for containers
 MAX_FIELD_SELECTORS = 250
+MAX_RECORD_DEPTH = 12     # a record container sits at most this many levels above its values
 MIN_SIM_IN_PLACE = 0.85   # the old selector's node still looks like the old one: a changed value stays there
 IN_PLACE_MARGIN = 0.1     # ... unless the old value turned up in a place nearly as alike
 TWIN_MARGIN = 0.03       # a candidate more like a passed-over look-alike than like the old node by this much is dropped
@@ -746,8 +747,10 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
 
 
 def _same_nodes(after: Page, containers: list[int], css_a: str, css_b: str) -> bool:
-    """Both selectors give the same node (or none) in every container."""
-    return all(lexbor_first_in(after, c, css_a) == lexbor_first_in(after, c, css_b) for c in containers)
+    """Both selectors give the same node (or none) in every container (a sample first: most differ early)."""
+    def agree(cs):
+        return all(lexbor_first_in(after, c, css_a) == lexbor_first_in(after, c, css_b) for c in cs)
+    return agree(_spread(containers, 12)) and agree(containers)
 
 
 def _settle_optional_items(bp, after: Page, containers, new_fields, decisions, details) -> None:
@@ -904,7 +907,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
             if not hits or len(hits) > MAX_VALUE_HITS * (1 if spec.attr else 3):
                 continue
             for h in hits:
-                for a in after.ancestors(h):  # a container holds its values below itself
+                for a in after.ancestors(h, MAX_RECORD_DEPTH):  # a container holds its values below itself
                     slot = spans.setdefault(a, {}).setdefault(r, [h, h, set()])
                     slot[0], slot[1] = min(slot[0], h), max(slot[1], h)
                     slot[2].add(name)
@@ -915,8 +918,10 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
     for a, recs in spans.items():
         if len(recs) == 1:
             pure.add(a)
+        # r's values come before any other record's: before the smallest start among the others
+        lows = sorted((lo, r) for r, (lo, _hi, _n) in recs.items())[:2]
         for r, (_lo, hi, names) in recs.items():
-            if all(hi < olo for o, (olo, _, _) in recs.items() if o != r):
+            if len(recs) == 1 or hi < (lows[1][0] if lows[0][1] == r else lows[0][0]):
                 per_record.setdefault(r, []).append((a, len(names)))
     if not per_record:
         return None

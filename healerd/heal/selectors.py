@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 
 from healerd.blueprint import BlueprintError, check_selector
 from healerd.heal.fingerprint import Page
@@ -214,7 +215,9 @@ def _with_cost(c: Compound, cost: float) -> Compound:
     return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from)
 
 
+@lru_cache(maxsize=4096)
 def _lexbor_ok(css: str) -> bool:
+    """The selector is one the blueprint accepts (cached: listings ask once per container)."""
     try:
         check_selector(css, "selector")
     except BlueprintError:
