@@ -673,6 +673,12 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
     else:
         found = _find_containers(after, old_raw, bp, _context_words(before, old_containers[0]))
+        if (found is not None and not isinstance(found, str) and len(found[0]) < len(old_raw)
+                and cur and len(cur) == len(old_raw) and all(c is not None for c in cur)
+                and _containers_by_shape(bp, after, cur, depth_in_record, fps, old_kind) == cur):
+            # some of the old values linger elsewhere (a table of contents, a breadcrumb) while the
+            # old items selector still finds as many records, with values of the old kinds in them
+            found = None
         if isinstance(found, str):
             details["items"] = {"status": "ambiguous", "why": found}
             return HealResult(False, None, f"cannot heal: items ({found})", {}, details=details)
@@ -1400,6 +1406,10 @@ def _containers_by_shape(bp: Blueprint, after: Page, cur: list, depth_in_record:
                 total += t.share
                 sims += t.sim
         if ok and total:
+            if cur and key == tuple(cur):
+                # the old items selector still finds records in which every field's old selector
+                # gives values of the old kind: the blueprint still works, with other values
+                return list(cur)
             scored.append((total / len(fields) + sims / len(fields), key))
     if not scored:
         return None
