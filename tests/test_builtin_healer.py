@@ -576,3 +576,13 @@ def test_the_next_list_item_sliding_into_the_place_is_not_a_changed_value():
     res, got = run(blueprint, before, after)
     assert not res.unchanged, res.reason
     assert res.ok is False or got == {"title": "Onion soup", "first": "1 large onion, sliced"}, got
+
+
+def test_a_copy_placed_before_the_record_does_not_make_the_page_look_unchanged():
+    before = page('<div class="product"><h1 class="t">Claw Hammer</h1><b class="price">$14.99</b></div>')
+    # a "recently viewed" copy with the old price comes first; the record's own price changed
+    after = page('<aside class="recent"><b class="price">$14.99</b></aside>'
+                 '<div class="product"><h1 class="t">Claw Hammer</h1><b class="price">$15.49</b></div>')
+    res, got = run(bp({"title": ("h1.t", "str"), "price": ("b.price", "float")}), before, after)
+    assert res.ok is False, got
+    assert "price" in res.reason and "now matches 2 with different values" in res.reason

@@ -96,10 +96,31 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         return HealResult(False, None, "old records do not have the blueprint's shape", {})
     now = extract(after.tree, blueprint)
     if _consistent(now.data, old_records, blueprint):
+        torn = None if blueprint.items else _newly_torn(blueprint, before, after)
+        if torn:
+            return HealResult(False, None, f"cannot heal: {torn}", {})
         return HealResult(True, blueprint, "the blueprint still works: nothing to heal", {}, unchanged=True, confidence=1.0)
     if blueprint.items:
         return _heal_items(blueprint, before, after, old.raw, old_records)
     return _heal_single(blueprint, before, after, old.raw, old_records)
+
+
+def _newly_torn(bp: Blueprint, before: Page, after: Page) -> str | None:
+    """A field whose selector matched one node and now matches several with different values, or None.
+
+    The first of them still gives the old value, but it may be a copy placed before the record (a
+    "related" block repeating the old value while the record's own changed): which one is the
+    field cannot be told, so the page is not taken as unchanged.
+    """
+    for name, spec in bp.fields.items():
+        if len(before.tree.css(spec.css)) != 1:
+            continue
+        nodes = after.tree.css(spec.css)
+        values = {after.value(after.index_of(n), spec.attr) for n in nodes}
+        if len(nodes) > 1 and len(values - {None, ""}) > 1:
+            return (f"{name} (its selector matched one node and now matches {len(nodes)} with different values: "
+                    f"a copy such as a 'related' block may hold the old value)")
+    return None
 
 
 def _records_match_shape(records: Any, bp: Blueprint) -> bool:
