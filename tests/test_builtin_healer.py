@@ -586,3 +586,58 @@ def test_a_copy_placed_before_the_record_does_not_make_the_page_look_unchanged()
     res, got = run(bp({"title": ("h1.t", "str"), "price": ("b.price", "float")}), before, after)
     assert res.ok is False, got
     assert "price" in res.reason and "now matches 2 with different values" in res.reason
+
+
+SPEC_BEFORE = page('<h1 class="name">Claw Hammer Deluxe</h1><table class="specs"><tr><th>Price:</th><td>$14.99</td></tr>'
+                   '<tr><th>Weight:</th><td>0.8 kg</td></tr><tr><th>SKU:</th><td>TL-1001</td></tr></table>')
+SPEC_FIELDS = {"name": ("h1.name", "str"), "price": ("table.specs tr:nth-child(1) td", "float"),
+               "weight": ("table.specs tr:nth-child(2) td", "str"), "sku": ("table.specs tr:nth-child(3) td", "str")}
+SPEC_WANT = {"name": "Claw Hammer Deluxe", "price": 14.99, "weight": "0.8 kg", "sku": "TL-1001"}
+
+
+def _spec_rows(order):
+    rows = [("Price:", "$14.99"), ("Weight:", "0.8 kg"), ("SKU:", "TL-1001")]
+    return [rows[k] for k in order]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1)])
+def test_a_single_record_table_that_became_a_grid_of_divs_heals(order):
+    grid = '<div class="spec-grid">' + "".join(f'<div class="r"><div class="k">{k}</div><div class="v">{v}</div></div>'
+                                               for k, v in _spec_rows(order)) + "</div>"
+    res, got = run(bp(SPEC_FIELDS), SPEC_BEFORE, page('<h1 class="title">Claw Hammer Deluxe</h1>' + grid))
+    assert res.ok, res.reason
+    assert got == SPEC_WANT
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0)])
+def test_a_single_record_table_that_became_a_definition_list_heals(order):
+    dl = '<dl class="props">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in _spec_rows(order)) + "</dl>"
+    res, got = run(bp(SPEC_FIELDS), SPEC_BEFORE, page('<h1 class="title">Claw Hammer Deluxe</h1>' + dl))
+    assert res.ok, res.reason
+    assert got == SPEC_WANT
+
+
+def test_same_tag_rows_reordered_with_changed_values_are_found_by_their_labels():
+    rows = [("Weight:", "0.9 kg"), ("SKU:", "TL-1001"), ("Price:", "$15.49")]
+    after = page('<h1 class="title">Claw Hammer Deluxe</h1><table class="specs">'
+                 + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+    res, got = run(bp(SPEC_FIELDS), SPEC_BEFORE, after)
+    assert res.ok, res.reason
+    assert got == {"name": "Claw Hammer Deluxe", "price": 15.49, "weight": "0.9 kg", "sku": "TL-1001"}
+    assert res.confidence < LOW_CONFIDENCE   # found by labels: staged for a person
+
+
+def test_a_redesign_with_renames_wrappers_a_meta_price_and_the_author_in_a_footer_link():
+    before = page('<article class="post"><h1 class="post-title">Fixing a leaky tap</h1>'
+                  '<span class="author">Ann Smith</span><span class="price">$4.99</span>'
+                  '<div class="body"><p>Turn off the water first.</p></div></article>')
+    after = page('<main class="layout"><div class="container"><article class="c-article">'
+                 '<header class="c-article__head"><h1 class="c-article__title">Fixing a leaky tap</h1></header>'
+                 '<div class="meta"><span class="c-price">$4.99</span></div>'
+                 '<div class="c-article__body"><p>Turn off the water first.</p></div></article></div></main>'
+                 '<footer class="site-footer"><p>Written by <a href="/authors/ann" class="footer-link">Ann Smith</a></p></footer>')
+    blueprint = bp({"title": ("article.post h1.post-title", "str"), "author": ("span.author", "str"),
+                    "price": ("article.post span.price", "float")})
+    res, got = run(blueprint, before, after)
+    assert res.ok, res.reason
+    assert got == {"title": "Fixing a leaky tap", "author": "Ann Smith", "price": 4.99}

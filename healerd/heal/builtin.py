@@ -43,6 +43,7 @@ from healerd.heal.selectors import (
 # thresholds (explicit so they can be reasoned about and tuned in one place)
 MARGIN = 0.12             # best must beat the runner-up by this much (combined score)
 MIN_SIM_EXACT = 0.30      # structural floor for a unique, distinctive exact value
+MIN_SIM_UNIQUE = 0.10    # ... for a distinctive value found once on the page (it moved far: low confidence)
 MIN_SIM_WEAK = 0.55       # ... for a short/numeric value without a matching label
 MIN_SIM_NEAR = 0.50       # ... for a near (containment) value match without a label
 MIN_NEAR_CLOSENESS = 0.5  # ... and the old value must be at least half of the text found
@@ -54,8 +55,10 @@ MAX_FIELD_SELECTORS = 250
 MAX_RECORD_DEPTH = 12     # a record container sits at most this many levels above its values
 MIN_SIM_IN_PLACE = 0.85   # the old selector's node still looks like the old one: a changed value stays there
 IN_PLACE_MARGIN = 0.1     # ... unless the old value turned up in a place nearly as alike
+IN_PLACE_DOUBT = "the old selector's node now shows"
 TWIN_MARGIN = 0.03       # a candidate more like a passed-over look-alike than like the old node by this much is dropped
 RECORD_MAX_DISTANCE = 1.0  # placed by the record: the candidate's distances to the other fields match the old ones
+RECORD_MAX_DISTANCE_SOLE = 2.0  # ... or within two steps when it is the one place carrying the value
 RECORD_MARGIN = 2.0        # ... and the next candidate's are off by this many more steps
 CONTEXT_MARGIN = 0.15     # two sets of record containers: one must look this much more like the old surroundings
 
@@ -260,7 +263,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
 
 
-_EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "shared": 2, "near": 1, "label": 0}
+_EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "moved": 2, "shared": 2, "near": 1, "label": 0}
 
 
 def _settle_optional_single(bp: Blueprint, after: Page, decisions: dict, details: dict) -> None:
@@ -327,13 +330,19 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
             return "kept", None, (f"value changed in place: the old selector's node still looks the same "
                                   f"(likeness {in_place:.2f})" + (f"; the old value elsewhere looks less alike "
                                                                   f"({exact[0].sim:.2f})" if exact else "")), None
-        return "ambiguous", None, (f"the old selector's node now shows {_short(after.value(cur, spec.attr))} "
+        return "ambiguous", None, (f"{IN_PLACE_DOUBT} {_short(after.value(cur, spec.attr))} "
                                    f"(changed in place?) and the old value is at {_describe(after, exact[0].node)} "
                                    f"(moved?), alike {in_place:.2f} vs {exact[0].sim:.2f}"), exact[0]
     if exact:
         best, runner = exact[0], (exact[1] if len(exact) > 1 else None)
         floor = MIN_SIM_WEAK if (weak and not best.label_match) else MIN_SIM_EXACT
         if best.sim < floor and not best.label_match:
+            # a distinctive value found once on the page, where the last good page had it only at the
+            # field's own node: the field moved (an author now in a footer link), at a low confidence
+            if (runner is None and not weak and _telling(old_value) and best.sim >= MIN_SIM_UNIQUE
+                    and not distractors and len(after.exact(old_value, spec.attr)) <= len(after.chain_members(best.node))):
+                best.kind = "moved"
+                return "healed", best, f"the old value, found once on the page, moved (likeness {best.sim:.2f})", None
             return "gone", None, f"the old value is only found in unlike places (likeness {best.sim:.2f})", best
         if runner is not None and best.score - runner.score < MARGIN:
             return "ambiguous", None, f"two places carry the old value ({best.score:.2f} vs {runner.score:.2f})", runner
@@ -500,6 +509,8 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
     for name, (status, _cand, why) in list(decisions.items()):
         if status not in ("ambiguous", "gone") or name not in fps or old_nodes.get(name) is None:
             continue
+        if why.startswith(IN_PLACE_DOUBT):
+            continue   # the old node itself is a candidate: distances to the other fields cannot settle it
         spec = bp.fields[name]
         value = old_raw.get(name)
         mine = {a: n for a, n in anchors.items() if a != name and n[0] != old_nodes[name]}
@@ -524,7 +535,8 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         runner_d = ranked[1][0] if len(ranked) > 1 else None
         if best.sim < MIN_SIM_EXACT and not best.label_match:
             continue
-        if best_d > RECORD_MAX_DISTANCE or (runner_d is not None and runner_d - best_d < RECORD_MARGIN):
+        if (best_d > (RECORD_MAX_DISTANCE if runner_d is not None else RECORD_MAX_DISTANCE_SOLE)
+                or (runner_d is not None and runner_d - best_d < RECORD_MARGIN)):
             if status == "ambiguous" and runner_d is not None:
                 why = (f"{why}; nor does the record tell them apart (distance to the other fields "
                        f"{best_d:.1f} vs {runner_d:.1f})")
@@ -633,10 +645,15 @@ def _label_candidates(fp: Fingerprint, attr: str | None, after: Page) -> list[Ca
     return sorted(best.values(), key=lambda c: (-c.score, c.node))
 
 
+def _telling(value: str) -> bool:
+    """Long enough, and words rather than a bare code or number, not to turn up twice by chance."""
+    return len(value) >= 8 and " " in value.strip() and any(ch.isalpha() for ch in value)
+
+
 def _confidence(c: Candidate | None) -> float:
     if c is None:
         return 0.0
-    base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "label": 0.45}.get(c.kind, 0.4)
+    base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "moved": 0.45, "label": 0.45}.get(c.kind, 0.4)
     return round(min(1.0, base + 0.3 * c.sim), 3)
 
 
