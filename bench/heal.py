@@ -8,7 +8,8 @@ real-template, and each synthetic mutation named in the case id) and, as its las
 line, one JSON object:
 {"cases", "heal_rate", "false_positive_rate", "negatives_refused", "crashes", "median_ms"}
 (with --peer, a "peer" object with the same figures for the peer; with --speed,
-"big_page_ms": one heal on a generated page over 1 MB with 5,000 records).
+"big_page_ms" and "big_page_cpu_ms": one heal, wall clock and CPU time, on a generated
+page over 1 MB with 5,000 records).
 
 A healer that raises is a CRASH, never a refusal: a crash on a negative case is
 not counted as "refused". Numbers are compared by the corpus's own rule (the first
@@ -156,15 +157,16 @@ def kind_table(rows: list[dict]) -> list[str]:
 
 def heal_case(case: dict, before: str, after: str) -> dict:
     """Heal one case and judge it: {"verdict", "ms", "reason", "blueprint", "raw"}; a raised error is a CRASH."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         ok, new_bp, changed, reason = run_builtin(case, before, after)
     except Exception as exc:
         ms = (time.perf_counter() - t0) * 1000
-        return {"verdict": "CRASH", "ms": ms, "reason": f"{type(exc).__name__}: {exc}", "blueprint": None, "raw": None}
-    ms = (time.perf_counter() - t0) * 1000
+        return {"verdict": "CRASH", "ms": ms, "cpu_ms": (time.process_time() - c0) * 1000,
+                "reason": f"{type(exc).__name__}: {exc}", "blueprint": None, "raw": None}
+    ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     verdict, raw = judge(case, ok, new_bp, changed, after)
-    return {"verdict": verdict, "ms": ms, "reason": reason, "blueprint": new_bp, "raw": raw}
+    return {"verdict": verdict, "ms": ms, "cpu_ms": cpu_ms, "reason": reason, "blueprint": new_bp, "raw": raw}
 
 
 def big_page_case(n: int = 5000) -> tuple[dict, str, str]:
@@ -361,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.speed:
         case, before, after = big_page_case()
         out = heal_case(case, before, after)
+        # CPU time too: on a shared machine the wall clock also counts other processes' turns
         result["big_page_ms"] = round(out["ms"], 1)
+        result["big_page_cpu_ms"] = round(out["cpu_ms"], 1)
         result["big_page_bytes"] = len(after.encode())
         result["big_page_verdict"] = out["verdict"]
     if args.peer == "scrapling":
