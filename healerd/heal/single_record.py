@@ -9,7 +9,7 @@ refused with one line naming what was ambiguous.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from healerd.blueprint import Blueprint, FieldSpec
 from healerd.extract import extract
@@ -290,7 +290,10 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
         return None
     if fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label:
         return None
-    sim = similarity(fp, after, cur, after.value(cur, None) if spec.attr else None)
+    if spec.attr and spec.attr in fp.attrs:
+        # the field is this attribute: its value changing is the change itself, not unlikeness
+        fp = replace(fp, attrs={**fp.attrs, spec.attr: value})
+    sim = similarity(fp, after, cur, value)   # the shape compared is the field's own value's
     if text_shape(value) != fp.shape:
         sim += 0.1   # same kind of value (a name that grew a word): the shape part of likeness holds
     return sim if sim >= MIN_SIM_IN_PLACE else None
