@@ -1,11 +1,20 @@
-"""Score the built-in healer (and optionally Scrapling's adaptive mode) on a corpus folder.
+r"""Score the built-in healer (and optionally Scrapling's adaptive mode) on a corpus folder.
 
-    python bench/heal.py CORPUS_DIR [--peer scrapling] [--case SUBSTRING] [--verbose]
+    python bench/heal.py CORPUS_DIR [--peer scrapling] [--case SUBSTRING] [--verbose] [--speed]
 
-Reads every case.json below CORPUS_DIR (corpus format: see the corpus README),
-heals, judges, prints a table per case and, as its last line, one JSON object:
-{"cases", "heal_rate", "false_positive_rate", "negatives_refused", "median_ms"}
-(with --peer, a "peer" object with the same figures for the peer).
+Reads every case.json below CORPUS_DIR (case format: tests/data/corpus/README.md),
+heals, judges, prints a table per case, a table per mutation kind (real-snapshot,
+real-template, and each synthetic mutation named in the case id) and, as its last
+line, one JSON object:
+{"cases", "heal_rate", "false_positive_rate", "negatives_refused", "crashes", "median_ms"}
+(with --peer, a "peer" object with the same figures for the peer; with --speed,
+"big_page_ms" and "big_page_cpu_ms": one heal, wall clock and CPU time, on a generated
+page over 1 MB with 5,000 records).
+
+A healer that raises is a CRASH, never a refusal: a crash on a negative case is
+not counted as "refused". Numbers are compared by the corpus's own rule (the first
+`-?\d[\d,]*(\.\d+)?` in the string, commas dropped), implemented here and not
+borrowed from healerd, so a bug in healerd's coercion cannot hide itself.
 """
 
 from __future__ import annotations
@@ -13,13 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
 from typing import Any, Callable
 
 from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract, first_number
+from healerd.extract import extract
 from healerd.heal.builtin import heal
 
 
@@ -42,12 +52,42 @@ def blueprint_of(case: dict) -> Blueprint:
     return Blueprint(fields=fields, items=case.get("items"))
 
 
+CORPUS_NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
+
+
+def corpus_number(text: Any) -> float | None:
+    """The corpus's number rule: the first -?\\d[\\d,]*(\\.\\d+)? in the text, commas dropped."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    m = CORPUS_NUMBER.search(str(text))
+    return float(m.group(0).replace(",", "")) if m else None
+
+
 def same(got: Any, want: Any, ftype: str) -> bool:
+    """`got` is a raw extracted string (or None), `want` the corpus truth."""
     if want is None:
         return got is None
+    if got is None:
+        return False
     if ftype == "str":
         return got == want
-    return first_number(str(got)) == first_number(str(want)) if got is not None else False
+    a, b = corpus_number(got), corpus_number(want)
+    return a is not None and a == b
+
+
+def mutation_kind(case: dict) -> str:
+    """real-snapshot / real-template, or for a synthetic case the mutation named in its id (after its base case)."""
+    kind = case.get("kind", "?")
+    if kind != "synthetic":
+        return kind
+    cid = case.get("id", "")
+    m = re.search(r"case (\S+)", case.get("origin", ""))
+    base = m.group(1) if m else None
+    if base and cid.startswith("syn-" + base + "-"):
+        return "syn:" + cid[len("syn-" + base + "-"):]
+    return "syn:" + cid.rsplit("-", 1)[-1]
 
 
 def matches_expected(raw: Any, expected: Any, case: dict) -> bool:
@@ -62,7 +102,9 @@ def matches_expected(raw: Any, expected: Any, case: dict) -> bool:
 
 
 def judge(case: dict, ok: bool, new_bp: Blueprint | None, changed: bool, after_html: str) -> tuple[str, Any]:
-    """Verdict for one outcome: healed / refused-correct / refused / WRONG / control-kept / CONTROL-CHANGED."""
+    """Verdict for one outcome: healed / refused-correct / refused / WRONG / control-kept / CONTROL-CHANGED.
+
+    (A healer that raised is judged by the caller as CRASH, never here.)"""
     if case.get("no_break"):
         if ok and not changed:
             return "control-kept", None
@@ -87,8 +129,68 @@ def figures(rows: list[dict]) -> dict:
         "heal_rate": round(sum(1 for r in healable if r["verdict"] == "healed") / max(len(healable), 1), 4),
         "false_positive_rate": round(fp / max(len(rows), 1), 4),
         "negatives_refused": round(sum(1 for r in negatives if r["verdict"] == "refused-correct") / max(len(negatives), 1), 4),
+        "crashes": sum(1 for r in rows if r["verdict"] == "CRASH"),
         "median_ms": round(statistics.median(r["ms"] for r in rows), 2) if rows else 0.0,
     }
+
+
+def kind_table(rows: list[dict]) -> list[str]:
+    """One line per mutation kind: cases, healed/healable, wrong, negatives refused, controls kept, crashes."""
+    kinds: dict[str, list[dict]] = {}
+    for r in rows:
+        kinds.setdefault(r["mkind"], []).append(r)
+    out = [f"{'mutation kind':<28} {'cases':>5} {'healed':>9} {'wrong':>5} {'neg refused':>11} {'ctrl kept':>9} {'crash':>5}"]
+    for k in sorted(kinds):
+        rs = kinds[k]
+        healable = [r for r in rs if r["heal_possible"] and not r["no_break"]]
+        neg = [r for r in rs if not r["heal_possible"]]
+        ctrl = [r for r in rs if r["no_break"]]
+        frac = lambda part, whole: f"{part}/{len(whole)}" if whole else "-"
+        out.append(f"{k:<28} {len(rs):>5} "
+                   f"{frac(sum(r['verdict'] == 'healed' for r in healable), healable):>9} "
+                   f"{sum(r['verdict'] in ('WRONG', 'CONTROL-CHANGED') for r in rs):>5} "
+                   f"{frac(sum(r['verdict'] == 'refused-correct' for r in neg), neg):>11} "
+                   f"{frac(sum(r['verdict'] == 'control-kept' for r in ctrl), ctrl):>9} "
+                   f"{sum(r['verdict'] == 'CRASH' for r in rs):>5}")
+    return out
+
+
+def heal_case(case: dict, before: str, after: str) -> dict:
+    """Heal one case and judge it: {"verdict", "ms", "reason", "blueprint", "raw"}; a raised error is a CRASH."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        ok, new_bp, changed, reason = run_builtin(case, before, after)
+    except Exception as exc:
+        ms = (time.perf_counter() - t0) * 1000
+        return {"verdict": "CRASH", "ms": ms, "cpu_ms": (time.process_time() - c0) * 1000,
+                "reason": f"{type(exc).__name__}: {exc}", "blueprint": None, "raw": None}
+    ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+    verdict, raw = judge(case, ok, new_bp, changed, after)
+    return {"verdict": verdict, "ms": ms, "cpu_ms": cpu_ms, "reason": reason, "blueprint": new_bp, "raw": raw}
+
+
+def big_page_case(n: int = 5000) -> tuple[dict, str, str]:
+    """A listing page over 1 MB with `n` records whose classes were renamed and a wrapper added."""
+    def rows(item_cls, name_cls, price_cls, wrap):
+        out = []
+        for k in range(n):
+            price = f'<span class="{price_cls}">${k * 3 + 1}.{k % 100:02d}</span>'
+            if wrap:
+                price = f'<div class="meta">{price}</div>'
+            out.append(f'<li class="{item_cls}"><a class="{name_cls}" href="/p/{k}">Product number {k} in the range</a>'
+                       f'{price}<p class="blurb">{"Sturdy and well made, ships the same day. " * 3}</p></li>')
+        return "".join(out)
+    head = "<html><head><title>Catalogue</title></head><body><nav><a href='/'>Home</a></nav>"
+    before = head + '<ul class="products">' + rows("product", "name", "price", False) + "</ul></body></html>"
+    after = head + '<main><div class="grid">' + rows("card-x9", "ttl-x9", "amt-x9", True).replace("<li", "<article").replace("</li>", "</article>") + "</div></main></body></html>"
+    case = {"id": f"generated-{n}-records", "kind": "generated", "items": "ul.products li.product",
+            "fields": {"name": {"selector": "a.name", "attr": None, "type": "str"},
+                       "href": {"selector": "a.name", "attr": "href", "type": "str"},
+                       "price": {"selector": "span.price", "attr": None, "type": "float"}},
+            "heal_possible": True,
+            "expected_after": [{"name": f"Product number {k} in the range", "href": f"/p/{k}",
+                                "price": f"${k * 3 + 1}.{k % 100:02d}"} for k in range(n)]}
+    return case, before, after
 
 
 def run_builtin(case: dict, before: str, after: str) -> tuple[bool, Blueprint | None, bool, str]:
@@ -211,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer", choices=["scrapling"])
     ap.add_argument("--case")
     ap.add_argument("--verbose", action="store_true", help="print extraction vs expected for failing cases")
+    ap.add_argument("--speed", action="store_true", help="also time one heal on a generated 1 MB page with 5,000 records")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.corpus):
         print(f"error: {args.corpus} is not a folder", file=sys.stderr)
@@ -229,14 +332,9 @@ def main(argv: list[str] | None = None) -> int:
             before = fh.read()
         with open(os.path.join(path, "after.html"), encoding="utf-8", errors="replace") as fh:
             after = fh.read()
-        t0 = time.perf_counter()
-        try:
-            ok, new_bp, changed, reason = run_builtin(case, before, after)
-        except Exception as exc:
-            ok, new_bp, changed, reason = False, None, False, f"CRASH {type(exc).__name__}: {exc}"
-        ms = (time.perf_counter() - t0) * 1000
-        verdict, raw = judge(case, ok, new_bp, changed, after)
-        row = {"id": case["id"], "kind": case["kind"], "verdict": verdict, "ms": ms,
+        out = heal_case(case, before, after)
+        verdict, raw, new_bp, reason, ms = out["verdict"], out["raw"], out["blueprint"], out["reason"], out["ms"]
+        row = {"id": case["id"], "kind": case["kind"], "mkind": mutation_kind(case), "verdict": verdict, "ms": ms,
                "heal_possible": case["heal_possible"], "no_break": bool(case.get("no_break"))}
         rows.append(row)
         line = f"{case['id'][:66]:<66} {case['kind']:<14} {verdict:<18} {ms:8.1f}"
@@ -246,19 +344,30 @@ def main(argv: list[str] | None = None) -> int:
                 pok, pvals, _, _ = peer(case, before, after)
                 pverdict = judge_values(case, pok, pvals)
             except Exception as exc:
-                pverdict = "refused" if case["heal_possible"] else "refused-correct"
-                pverdict += f" (error {type(exc).__name__})"
+                pverdict = f"CRASH ({type(exc).__name__})"
             pms = (time.perf_counter() - t1) * 1000
             peer_rows.append({**row, "verdict": pverdict.split(" (")[0], "ms": pms})
             line += f"  {pverdict:<18}"
         print(line)
-        if args.verbose and verdict not in ("healed", "refused-correct", "control-kept"):
+        if verdict == "CRASH" or (args.verbose and verdict not in ("healed", "refused-correct", "control-kept")):
             print(f"    reason: {reason}")
+        if args.verbose and verdict not in ("healed", "refused-correct", "control-kept", "CRASH"):
             if new_bp is not None:
                 print(f"    blueprint: items={new_bp.items!r} {new_bp.selectors()}")
             print(f"    got:      {json.dumps(raw, ensure_ascii=False)[:600]}")
             print(f"    expected: {json.dumps(case['expected_after'], ensure_ascii=False)[:600]}")
+    print()
+    for line in kind_table(rows):
+        print(line)
     result = figures(rows)
+    if args.speed:
+        case, before, after = big_page_case()
+        out = heal_case(case, before, after)
+        # CPU time too: on a shared machine the wall clock also counts other processes' turns
+        result["big_page_ms"] = round(out["ms"], 1)
+        result["big_page_cpu_ms"] = round(out["cpu_ms"], 1)
+        result["big_page_bytes"] = len(after.encode())
+        result["big_page_verdict"] = out["verdict"]
     if args.peer == "scrapling":
         if peer is None:
             print(json.dumps(result))

@@ -2,7 +2,7 @@
 
     python bench/recovery.py [CORPUS_DIR] [--case SUBSTRING] [--timeout 60] [--tick 0.2s] [--keep DIR]
 
-CORPUS_DIR defaults to ../shared/corpus (format: its README). For every case that
+CORPUS_DIR defaults to tests/data/corpus (format: its README). For every case that
 can be healed and really breaks (heal_possible true, no_break not set):
 
 1. a local HTTP server on 127.0.0.1 serves the case's before.html at its own path;
@@ -56,7 +56,7 @@ from healerd.store.db import connect, db_path, rows
 from benchutil import bin_cmd, percentile
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
+DEFAULT_CORPUS = HERE.parent / "tests" / "data" / "corpus"
 FINAL_TASK_STATES = ("COMPLETED", "FAILED", "QUARANTINED")
 
 

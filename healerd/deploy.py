@@ -9,7 +9,9 @@ A candidate is promoted only when, on the live page:
 
 Some candidates are never auto-applied and are kept in staging for a person
 (`healerctl approve`): one that drops or renames a field, or moves the source
-to another host; and any candidate while the source is flagged for review.
+to another host; a candidate its healer was not confident in (below LOW_CONFIDENCE: the
+values changed along with the layout, so the repair rests on structure and labels rather
+than on the old values found again); and any candidate while the source is flagged for review.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from urllib.parse import urlsplit
 from healerd.blueprint import Blueprint
 from healerd.extract import Extraction
 from healerd.validate import ValidationResult, validate
+
+LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
 
 PROMOTE = "promote"
 STAGE = "stage"
@@ -99,8 +103,12 @@ def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
 
 def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction, html: str, *,
           production_ex: Extraction | None = None, recent_counts: list[int] | None = None,
-          last_good=None, flagged_for_review: bool = False, status: int = 200) -> Verdict:
-    """Decide promote / stage / reject for a candidate extraction on the live page."""
+          last_good=None, flagged_for_review: bool = False, status: int = 200,
+          confidence: float | None = None) -> Verdict:
+    """Decide promote / stage / reject for a candidate extraction on the live page.
+
+    `confidence` is the healer's own (0..1, None when it gives none); below LOW_CONFIDENCE a
+    candidate that passes everything else waits in staging for `healerctl approve`."""
     held = never_auto_apply(production, candidate)
     result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
                       status=status)
@@ -148,4 +156,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
     if flagged_for_review:
         return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
                               "(healerctl approve)", result)
+    if confidence is not None and confidence < LOW_CONFIDENCE:
+        return Verdict(STAGE, f"low-confidence repair ({confidence:.2f} < {LOW_CONFIDENCE:.2f}: found by structure "
+                              f"and labels, not by the old values): promotion waits for a person (healerctl approve)",
+                       result)
     return Verdict(PROMOTE, "validated on the live page", result)

@@ -169,10 +169,9 @@ def test_failure_fingerprint_is_short_stable_and_normalised():
     assert failure_fingerprint(None, None, None) == failure_fingerprint(None, None, "")
 
 
-CORPUS = Path("/work/shared/corpus")
+CORPUS = Path(__file__).parent / "data" / "corpus"
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus of real pages is not on this machine")
 def test_no_real_corpus_page_is_taken_for_a_block():
     pages = sorted(CORPUS.rglob("before.html")) + sorted(CORPUS.rglob("after.html"))
     assert len(pages) > 100

@@ -8,7 +8,7 @@ import pytest
 
 from healerd import errors
 from healerd.blueprint import from_dict
-from healerd.deploy import PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
+from healerd.deploy import LOW_CONFIDENCE, PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
 from healerd.extract import extract
 
 URL = "http://shop.example/catalog"
@@ -315,6 +315,17 @@ def test_a_source_flagged_for_review_stages_a_good_candidate():
     v = run(FIXED, new_page(), flagged_for_review=True)
     assert v.action == STAGE and "changed too often" in v.reason and "healerctl approve" in v.reason
     assert run(bp(price={"css": ".nope", "type": "float"}), new_page(), flagged_for_review=True).action == REJECT
+
+
+def test_a_low_confidence_repair_is_staged_for_a_person():
+    v = run(FIXED, new_page(), confidence=LOW_CONFIDENCE - 0.01)
+    assert v.action == STAGE and "low-confidence" in v.reason and "healerctl approve" in v.reason
+    assert f"{LOW_CONFIDENCE - 0.01:.2f}" in v.reason
+    # at the threshold, above it, or with no confidence given (external healer, memory): promoted
+    for conf in (LOW_CONFIDENCE, 0.95, None):
+        assert run(FIXED, new_page(), confidence=conf).action == PROMOTE, conf
+    # a low-confidence candidate that fails is rejected, not staged
+    assert run(bp(price={"css": ".nope", "type": "float"}), new_page(), confidence=0.3).action == REJECT
 
 
 # -- the helpers -------------------------------------------------------------------------------

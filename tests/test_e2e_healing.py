@@ -195,3 +195,35 @@ def _serve_on(pages, host="127.0.0.1", held=None):
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
+
+
+def _form(rows: str) -> str:
+    return f"<html><head><title>Product</title></head><body><h1>Chef Knife</h1><form>{rows}</form></body></html>"
+
+
+def test_a_low_confidence_builtin_heal_waits_in_staging_for_approval(site, daemon_factory, tmp_path):
+    # the price changed along with the layout: only its label still names it, so the built-in
+    # healer's candidate is low-confidence and must not reach production unseen
+    bp = {"every": "1s", "fields": {"price": {"css": "div.row input#id_price", "attr": "value", "type": "float"},
+                                    "stock": {"css": "input#id_stock", "attr": "value", "type": "int"}}}
+    site.page("/knife", _form('<div class="row"><label for="id_price">Price:</label><div><input id="id_price" '
+                              'value="59.00"></div></div><div class="row"><label for="id_stock">Stock:</label><div>'
+                              '<input id="id_stock" value="12"></div></div>'))
+    d = daemon_factory().start()
+    r = d.ctl("add", "knife", "--blueprint", write_blueprint(tmp_path / "knife.json", site.url("/knife"), bp))
+    assert r.returncode == 0, r.stderr
+    assert d.ctl_json("run", "knife")["ok"] is True
+    site.page("/knife", _form('<fieldset><p class="f"><label for="fld-price">Price:</label><input id="fld-price" '
+                              'class="inp" value="61.50"></p><p class="f"><label for="fld-stock">Stock:</label>'
+                              '<input id="fld-stock" class="inp" value="12"></p></fieldset>'))
+    # the first built-in attempt (later ones are declined: the same candidate already waits)
+    fix = d.wait_for(lambda: next(iter(db_rows(d, "SELECT outcome, reason FROM fix_history WHERE source_name = 'knife' "
+                                                  "AND strategy = 'builtin' ORDER BY fix_id LIMIT 1")), None),
+                     what="the built-in fix attempt")
+    assert fix["outcome"] == "staged", fix
+    assert "low-confidence repair (0." in fix["reason"] and "healerctl approve" in fix["reason"]
+    versions = db_rows(d, "SELECT version, status, origin, note FROM parser_versions WHERE source_name = 'knife' "
+                          "ORDER BY version")
+    assert [(v["status"], v["origin"]) for v in versions][1:] == [("staging", "builtin")], versions
+    assert "(confidence 0." in versions[1]["note"]   # the healer's fix note says how confident it was
+    assert d.ctl_json("status", "knife")["version"] == 1   # production untouched until approved

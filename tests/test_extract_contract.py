@@ -6,7 +6,6 @@ independently of healerd: a bug in healerd's coercion cannot also be in what it 
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from pathlib import Path
@@ -34,7 +33,7 @@ def rule_number(text: str | None, ftype: str):
 def load(case_dir: Path) -> dict:
     case = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
     for page in ("before", "after"):
-        case[page] = gzip.decompress((case_dir / f"{page}.html.gz").read_bytes()).decode("utf-8")
+        case[page] = (case_dir / f"{page}.html").read_text(encoding="utf-8")
     return case
 
 

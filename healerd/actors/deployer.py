@@ -31,6 +31,7 @@ class Deploy:
     origin: str          # builtin | memory | external | human
     note: str = ""
     page_html: str | None = None   # the page the candidate was made for (the Doctor's diagnosis page)
+    confidence: float | None = None   # the healer's own confidence in the candidate, when it gives one
 
 
 UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
@@ -114,7 +115,7 @@ class Deployer(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged,
-                        status=page.status)
+                        status=page.status, confidence=msg.confidence)
         if verdict.action == REJECT and msg.page_html and msg.page_html != page.text:
             merged = self._merge_layouts(msg, candidate, production, prod_ex, page, counts, good, flagged, version)
             if merged is not None:
@@ -167,7 +168,8 @@ class Deployer(ServiceActor):
                                  f"{msg.note}; merged with production: both layouts the site serves")
         merged_ex = run_parser_on(merged, page.text)
         verdict = judge(merged, production, merged_ex, page.text, production_ex=prod_ex, recent_counts=counts,
-                        last_good=good["records"] if good else None, flagged_for_review=flagged, status=page.status)
+                        last_good=good["records"] if good else None, flagged_for_review=flagged, status=page.status,
+                        confidence=msg.confidence)
         validation = verdict.to_dict()
         validation["proved_on"] = ["the live page", "the page the candidate was made for"]
         reason = f"two layouts at once: merged with production, proved on both ({verdict.reason})"

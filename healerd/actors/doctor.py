@@ -314,9 +314,11 @@ class Doctor(ServiceActor):
         )
 
     # -- the selector ladder -----------------------------------------------------------
-    def _deploy(self, name: str, candidate: Blueprint, origin: str, note: str) -> dict:
+    def _deploy(self, name: str, candidate: Blueprint, origin: str, note: str,
+                confidence: float | None = None) -> dict:
         res = self.registry.get("deployer").ask(Deploy(name, candidate.to_json(), origin, note,
-                                                       page_html=self._page_html), timeout=300)
+                                                       page_html=self._page_html, confidence=confidence),
+                                                timeout=300)
         if res.get("version") is not None and res["outcome"] != "declined":
             self._deployed += 1   # a version was staged for it: this attempt did deploy something
         return res
@@ -438,7 +440,7 @@ class Doctor(ServiceActor):
             tried.append("builtin: the same candidate was rejected before (not retried)")
             return {"outcome": "rejected", "strategy": "builtin", "reason": "candidate already rejected once",
                     "version": None}
-        res = self._deploy(ctx.source_name, candidate, "builtin", result.reason)
+        res = self._deploy(ctx.source_name, candidate, "builtin", result.reason, result.confidence)
         tried.append(f"builtin: {res['outcome']}: {res['reason']}")
         return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
                 "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 
 from healerd.blueprint import BlueprintError, check_selector
 from healerd.heal.fingerprint import Page
@@ -44,6 +45,7 @@ class Compound:
     nth_child: int = 0
     nth_of_type: int = 0
     cost: float = 1.0
+    nth_from: int = 0        # :nth-child(n+K): every element child from the K-th on (rows after a header)
 
     def css(self) -> str:
         out = self.tag
@@ -57,6 +59,8 @@ class Compound:
             out += f":nth-child({self.nth_child})"
         if self.nth_of_type:
             out += f":nth-of-type({self.nth_of_type})"
+        if self.nth_from:
+            out += f":nth-child(n+{self.nth_from})"
         return out or "*"
 
     def matches(self, page: Page, i: int) -> bool:
@@ -73,8 +77,10 @@ class Compound:
             got = a.get(name, _MISSING)
             if got is _MISSING or (value is not None and got != value):
                 return False
-        if self.nth_child or self.nth_of_type:
+        if self.nth_child or self.nth_of_type or self.nth_from:
             k, kt = page.sibling_index(i)
+            if self.nth_from and k < self.nth_from:
+                return False
             if self.nth_child and k != self.nth_child:
                 return False
             if self.nth_of_type and kt != self.nth_of_type:
@@ -206,10 +212,12 @@ def candidate_selectors(page: Page, target: int, stop: int = -1, avoid_attr: str
 
 
 def _with_cost(c: Compound, cost: float) -> Compound:
-    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost)
+    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from)
 
 
+@lru_cache(maxsize=4096)
 def _lexbor_ok(css: str) -> bool:
+    """The selector is one the blueprint accepts (cached: listings ask once per container)."""
     try:
         check_selector(css, "selector")
     except BlueprintError:
@@ -274,17 +282,45 @@ def single_selector(page: Page, target: int, avoid_attr: str | None = None, pref
 
 
 def items_selector(page: Page, containers: list[int]) -> str | None:
-    """A selector whose matches in the document are exactly `containers`, in order."""
+    """A selector whose matches in the document are exactly `containers`, in order.
+
+    Tried first from names (classes, ids, attributes of the containers, their parent and an
+    ancestor); then with positions: the rows after a header row (`:nth-child(n+2)`) and an
+    ancestor picked out by its place (`table:nth-of-type(1)`), for pages whose names say nothing.
+    """
     want = list(containers)
+    for positional in (False, True):
+        for sel in _items_candidates(page, want, positional)[:MAX_TRIES]:
+            if all_matches(page, sel) != want:
+                continue
+            css = sel.css()
+            if _lexbor_ok(css) and [page.index_of(n) for n in page.tree.css(css)] == want:
+                return css
+    return None
+
+
+def _items_candidates(page: Page, want: list[int], positional: bool) -> list[Selector]:
     own = _common_compounds(page, want)
     parents = [page.parent[c] for c in want]
+    if positional:
+        # one parent and the containers are its element children from the k-th on
+        if len(set(parents)) == 1 and parents[0] >= 0:
+            kids = page.children[parents[0]]
+            k = kids.index(want[0])
+            if k > 0:
+                own = [Compound(c.tag, c.node_id, c.classes, c.attrs, 0, 0, c.cost + 1.0, k + 1) for c in own[:6]] + own
+        else:
+            own = own[:6]
     parent_opts = _common_compounds(page, parents) if all(p >= 0 for p in parents) else []
     parent_opts = [_with_cost(pc, pc.cost + (0.5 if not (pc.classes or pc.node_id or pc.attrs) else 0)) for pc in parent_opts][:6]
     top = _lowest_common_ancestor(page, parents) if parent_opts else _lowest_common_ancestor(page, want)
     anchors: list[Compound] = []
     anc, level = top, 0
     while anc >= 0 and level < 5:
-        for ac in _anchor_compounds(page, anc, positional=False)[:5]:
+        opts = _anchor_compounds(page, anc, positional=positional)
+        if positional:
+            opts = [c for c in opts if c.nth_child or c.nth_of_type][:3]
+        for ac in opts[:5]:
             anchors.append(_with_cost(ac, ac.cost + 0.3 * level))
         anc = page.parent[anc]
         level += 1
@@ -297,13 +333,7 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
             for pc in parent_opts:
                 cands.append(Selector((ac, pc, c), (" ", ">")))
     cands.sort(key=lambda s: s.cost)
-    for sel in cands[:MAX_TRIES]:
-        if all_matches(page, sel) != want:
-            continue
-        css = sel.css()
-        if _lexbor_ok(css) and [page.index_of(n) for n in page.tree.css(css)] == want:
-            return css
-    return None
+    return cands
 
 
 def _common_compounds(page: Page, nodes: list[int]) -> list[Compound]:
