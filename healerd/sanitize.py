@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 MASK = "***"
-MIN_LITERAL = 5  # shorter extra secrets are not replaced literally (they would mask ordinary words)
+MIN_LITERAL = 4  # a source secret this long or longer is kept and masked literally; shorter ones would
+                 # mask ordinary words (and are not worth guessing from a log either)
 
 # Names in free text (`name=value`, `name: value`, `"name": "value"`): stricter, as `key` or `code`
 # are ordinary words there.
@@ -241,9 +242,31 @@ def mask_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
     return text
 
 
-def mask_url(url: str) -> str:
-    """A URL with its credentials and secret query parameters masked."""
-    return mask_text(url)
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+_URL_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#@]*)@")
+
+
+def mask_url(url: Any, extra_secrets: Iterable[str] = ()) -> str:
+    """`url` fit for a log line or an output: control characters and spaces escaped (no line
+    breaks in log lines), `user:pass@` masked, the value of every query parameter named like a
+    secret (`is_secret_key`: `token`, `api_key`, `code`, `sig`, ... but not `author`) masked,
+    then everything `mask_text` masks (with `extra_secrets`, a source's own values).
+    The one URL mask of healerd: fetch errors, status output and the healer's view use it."""
+    if not isinstance(url, str):
+        return "<not a URL>"
+    out = _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", url)
+    out = _URL_USERINFO.sub(lambda m: m.group(1) + (f"{MASK}:{MASK}@" if ":" in m.group(2) else f"{MASK}@"),
+                            out, count=1)
+    qpos = out.find("?")
+    if qpos >= 0:
+        head, rest = out[:qpos + 1], out[qpos + 1:]
+        rest, hashmark, frag = rest.partition("#")
+        parts = []
+        for piece in re.split(r"([&;])", rest):
+            name, eq, value = piece.partition("=")
+            parts.append(f"{name}={MASK}" if eq and value and is_secret_key(name) else piece)
+        out = head + "".join(parts) + hashmark + frag
+    return mask_text(out, extra_secrets)
 
 
 def _mask_all(value: Any) -> Any:
@@ -302,7 +325,8 @@ def source_secrets(headers: Any, cookies: Any) -> list[str]:
     (`is_secret_header`), each whole and split into the values of its `name=value` pairs; the
     credential after an auth scheme (`Bearer x`, `Basic x`, `Token x`) split into its words.
     Nothing else is split into words: a word of a value is usually an ordinary word.
-    Values shorter than 4 characters are left out.
+    Values shorter than MIN_LITERAL (4) characters are left out: the same threshold `mask_text`
+    masks literals at, so every value kept here is masked.
     """
     found: set[str] = set()
 
@@ -324,7 +348,7 @@ def source_secrets(headers: Any, cookies: Any) -> list[str]:
     for value in (cookies or {}).values():
         if isinstance(value, str):
             add(value)
-    return sorted(x for x in found if len(x) >= 4)
+    return sorted(x for x in found if len(x) >= MIN_LITERAL)
 
 
 def mask_mapping(d: Any, extra_secrets: Iterable[str] = ()) -> Any:

@@ -24,7 +24,7 @@ import httpx
 from healerd.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.diagnosis import DiagnosisContext
 from healerd.heal.sandbox import ParserRejected, check_parser_source
-from healerd.sanitize import mask_text, source_secrets
+from healerd.sanitize import MIN_LITERAL, mask_text, mask_url, source_secrets
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")
@@ -144,7 +144,7 @@ def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -
     ordinary text (class names, hashed file names, UUIDs)."""
     if not text:
         return text or ""
-    for lit in sorted({x for x in literals if x and len(x) >= 4}, key=len, reverse=True):
+    for lit in sorted({x for x in literals if x and len(x) >= MIN_LITERAL}, key=len, reverse=True):
         text = text.replace(lit, MASK)
     text = _URL_USERINFO.sub(_mask_userinfo, text)
     text = _HEADER_LINE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
@@ -154,22 +154,6 @@ def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -
     text = _KV.sub(lambda m: m.group(1) + MASK, text)
     text = _AWS.sub(MASK, text)
     return mask_text(text)
-
-
-def mask_url(url: str | None) -> str | None:
-    """The URL with its credentials and secret-looking query values masked."""
-    if not url:
-        return url
-    out = _URL_USERINFO.sub(_mask_userinfo, url)
-    if "?" in out:
-        base, _, rest = out.partition("?")
-        query, hashmark, frag = rest.partition("#")
-        parts = []
-        for part in re.split(r"([&;])", query):
-            name, eq, value = part.partition("=")
-            parts.append(f"{name}={MASK}" if eq and value and _SECRET_NAME.match(name) else part)
-        out = base + "?" + "".join(parts) + hashmark + frag
-    return out
 
 
 def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
@@ -192,7 +176,7 @@ def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
             name, _, value = piece.partition("=")
             if value and _SECRET_NAME.match(name):
                 found.add(value)
-    return tuple(sorted(x for x in found if len(x) >= 4))
+    return tuple(sorted(x for x in found if len(x) >= MIN_LITERAL))
 
 
 def redact_blueprint(bp: Blueprint, with_parser: bool = False) -> dict[str, Any]:
