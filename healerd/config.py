@@ -40,7 +40,10 @@ class DaemonSection:
 class FetchSection:
     timeout: float = 20.0
     connect_timeout: float = 10.0
-    max_bytes: int = 10_000_000
+    max_bytes: int = 10_000_000           # decoded (inflated) bytes of one page
+    max_items: int = 10_000               # a scrape matching more items fails (TOO_LARGE)
+    max_elements: int = 250_000           # elements of one page, counted before it is parsed
+    max_depth: int = 256                  # element nesting of one page, measured before it is parsed
     user_agent: str = DEFAULT_USER_AGENT
     per_host_concurrency: int = 2
     respect_robots: bool = True
@@ -179,6 +182,9 @@ def _check(cfg: Config) -> None:
         raise ConfigError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {cfg.healer.kind!r}")
     if cfg.daemon.scrapers < 1:
         raise ConfigError("[daemon] scrapers: at least 1")
+    for key in ("max_bytes", "max_items", "max_elements", "max_depth"):
+        if getattr(cfg.fetch, key) < 1:
+            raise ConfigError(f"[fetch] {key}: at least 1")
     if cfg.fetch.per_host_concurrency < 1:
         raise ConfigError("[fetch] per_host_concurrency: at least 1")
     if not cfg.healer.timeouts:

@@ -7,7 +7,8 @@ TIMEOUT = "TIMEOUT"                # the page was too slow
 RATE_LIMIT = "RATE_LIMIT"          # 429 (Retry-After honoured)
 NETWORK = "NETWORK"                # DNS failure, connection refused/reset: never a reason to heal
 BLOCKED = "BLOCKED"                # bot challenge or login wall: never a reason to heal
+TOO_LARGE = "TOO_LARGE"            # the page passes a work bound (items, elements, nesting): never healed
 
-ALL = (HTTP_ERROR, PARSE_ERROR, SCHEMA_MISMATCH, TIMEOUT, RATE_LIMIT, NETWORK, BLOCKED)
+ALL = (HTTP_ERROR, PARSE_ERROR, SCHEMA_MISMATCH, TIMEOUT, RATE_LIMIT, NETWORK, BLOCKED, TOO_LARGE)
 HEALABLE_BY_SELECTORS = (PARSE_ERROR, SCHEMA_MISMATCH)
-NEVER_HEAL = (NETWORK, BLOCKED, TIMEOUT, RATE_LIMIT)
+NEVER_HEAL = (NETWORK, BLOCKED, TIMEOUT, RATE_LIMIT, TOO_LARGE)

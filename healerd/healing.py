@@ -26,6 +26,7 @@ _WHY_NOT = {
     errors.BLOCKED: "the page is a bot challenge or login wall: healing selectors cannot help",
     errors.TIMEOUT: "the site is slow: the schedule backs off instead of healing",
     errors.RATE_LIMIT: "the site rate-limits us: the schedule backs off instead of healing",
+    errors.TOO_LARGE: "the page passes a work bound (items, elements or nesting): healing cannot help",
 }
 
 
