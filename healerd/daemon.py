@@ -36,8 +36,9 @@ from healerd.control.protocol import ControlError
 from healerd.control_ops import ControlOps
 from healerd.ledger import Ledger
 from healerd.sdnotify import notify, watchdog_interval
+from healerd.private import UnsafePath, secure_daemon_paths
+from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
 from healerd.store.db import db_path as make_db_path
-from healerd.store.db import open_db, rows
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
@@ -46,6 +47,7 @@ SHUTDOWN_BUDGET_S = 8.0      # from the stop signal to the actors stopped (the b
 FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writer to finish what they hold
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
+EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting cannot help (RestartPreventExitStatus=78)
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
     _cls.use_daemon_thread = True
@@ -74,6 +76,13 @@ class Daemon:
         self._stop_requested_at: float | None = None
 
     # -- start-up --------------------------------------------------------------------
+    def check_storage(self) -> None:
+        """Private paths (umask 077, a state dir of ours, owner-only files; a foreign symlink or
+        another user's file refused) and a database that passes `PRAGMA quick_check`.
+        Raises UnsafePath or DatabaseCorrupt with the one line to print."""
+        secure_daemon_paths(str(self.state_dir), self.log_dir, self.socket_path, self.db_path)
+        check_integrity(self.db_path)
+
     def prepare_database(self) -> dict:
         """Apply the schema, put work a crash left IN_PROGRESS back in the queue."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -298,6 +307,11 @@ class Daemon:
     def run(self) -> int:
         from healerd.control.server import ControlServer
 
+        try:
+            self.check_storage()
+        except (UnsafePath, DatabaseCorrupt) as exc:
+            log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
+            return EX_CONFIG
         self.prepare_database()
         self.start_actors()
         signal.signal(signal.SIGTERM, self.request_stop)
@@ -305,7 +319,9 @@ class Daemon:
         signal.signal(signal.SIGHUP, self.request_reload)
         try:
             self.reload_sources()
-            self.server = ControlServer(self.socket_path, self.ops.handle, group=self.config.daemon.socket_group)
+            group = self.config.daemon.socket_group
+            self.server = ControlServer(self.socket_path, self.ops.handle, group=group,
+                                        mode=0o660 if group else 0o600)
             self.server.start()
         except Exception as exc:
             log.error("could not start: %s", exc)

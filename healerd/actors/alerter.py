@@ -11,6 +11,7 @@ Secrets are masked before anything leaves.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import queue
 import sys
@@ -117,8 +118,10 @@ class Alerter(pykka.ThreadingActor):
     def on_start(self) -> None:
         if self.db_path and self.config.alerts.dedupe_window > 0:
             self._seed_dedupe()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(self.path, "a", encoding="utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Owner-only whatever the umask, and never through a symlink someone planted.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self.fh = open(fd, "a", encoding="utf-8")
         if self.config.alerts.webhook:
             self.webhook = _Webhook(self.config.alerts.webhook)
             self.webhook.start()

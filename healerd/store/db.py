@@ -78,6 +78,30 @@ def open_db(path: str | os.PathLike) -> apsw.Connection:
     return conn
 
 
+class DatabaseCorrupt(Exception):
+    """The database file fails SQLite's integrity check (or is not a database at all)."""
+
+
+def check_integrity(path: str | os.PathLike) -> None:
+    """`PRAGMA quick_check` on an existing database file; DatabaseCorrupt (one line) when it fails.
+
+    Run once at start, before anything writes: a corrupt database must stop the daemon with a
+    clear message, not run with every source looking ACTIVE."""
+    if not Path(path).exists() or Path(path).stat().st_size == 0:
+        return
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            found = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        raise DatabaseCorrupt(f"the database {path} cannot be read: {exc}") from None
+    if found != ["ok"]:
+        raise DatabaseCorrupt(f"the database {path} failed its integrity check: {'; '.join(map(str, found))[:300]}")
+
+
 def db_path(state_dir: str | os.PathLike) -> Path:
     return Path(state_dir) / DB_FILENAME
 
