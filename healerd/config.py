@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from healerd import __version__
+from healerd.sanitize import Secret
 from healerd.timeutil import parse_duration
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
@@ -74,6 +75,10 @@ class HealerSection:
     cycles: int = 5                        # external cycles per Doctor attempt, at most len(timeouts)
     daily_budget_per_source: int = 10      # external calls per source per 24 h
     daily_budget_total: int = 100          # external calls in total per 24 h
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.token, Secret):   # never printed: repr(Config) shows token=Secret('***')
+            object.__setattr__(self, "token", Secret(self.token))
 
 
 @dataclass(frozen=True)

@@ -106,9 +106,9 @@ class ControlOps:
             out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
             out["metrics"] = fixes.metrics(self.conn, name)
             _, bp = versions.production(self.conn, name)
-            from healerd.sanitize import mask_mapping
+            from healerd.sanitize import blueprint_secrets, mask_mapping
 
-            out["blueprint"] = mask_mapping(bp.to_dict())
+            out["blueprint"] = mask_mapping(bp.to_dict(), blueprint_secrets(bp))
             out["every_s"] = src["every_s"]
             out["staged_versions"] = [v["version"] for v in versions.staged(self.conn, name)]
             return out
@@ -147,8 +147,18 @@ class ControlOps:
         return entries
 
     def op_diff(self, name: str):
+        """The structural diff, its page text masked with the source's own secret values too
+        (a page may echo the cookies and headers it was sent)."""
+        from healerd.sanitize import blueprint_secrets, mask_text
+
         check_name(name)
-        sources.get(self.conn, name)
+        src = sources.get(self.conn, name)
+        secrets = blueprint_secrets(src["blueprint"])
+        out = self._diff(name)
+        out["diff"] = mask_text(out["diff"], secrets)
+        return out
+
+    def _diff(self, name: str):
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
         cur = snapshots.get(self.conn, name, snapshots.CURRENT)
         if cur is None or (good is not None and cur["fetched_at"] < good["fetched_at"]):

@@ -53,6 +53,31 @@ _HASH_CONTEXT = re.compile(r"(?:sha\d*|md5|hash|digest|checksum|etag|commit|inte
                            r"[\"'\s:=(-]*$", re.IGNORECASE)
 
 
+class Secret(str):
+    """A credential from the configuration (the healer token): `str()`, `repr()` and
+    f-strings show `***`, so a Config printed in a log or a traceback carries no secret.
+    The value is read only with `.reveal()`, where it is sent (the Authorization header)."""
+
+    __slots__ = ()
+
+    def reveal(self) -> str:
+        return str.__str__(self)
+
+    def __str__(self) -> str:
+        return MASK if self else ""
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})" if self else "Secret('')"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def reveal(value: Any) -> Any:
+    """The plain value of a Secret (anything else as is)."""
+    return value.reveal() if isinstance(value, Secret) else value
+
+
 class _Rule:
     __slots__ = ("kind", "pattern", "repl")
 
@@ -254,6 +279,8 @@ def mask_url(url: Any, extra_secrets: Iterable[str] = ()) -> str:
     The one URL mask of healerd: fetch errors, status output and the healer's view use it."""
     if not isinstance(url, str):
         return "<not a URL>"
+    if not extra_secrets and "@" not in url and "?" not in url and "=" not in url and not _CONTROL.search(url):
+        return mask_text(url)
     out = _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", url)
     out = _URL_USERINFO.sub(lambda m: m.group(1) + (f"{MASK}:{MASK}@" if ":" in m.group(2) else f"{MASK}@"),
                             out, count=1)
@@ -349,6 +376,46 @@ def source_secrets(headers: Any, cookies: Any) -> list[str]:
         if isinstance(value, str):
             add(value)
     return sorted(x for x in found if len(x) >= MIN_LITERAL)
+
+
+def secret_values(url: Any = None, headers: Any = None, cookies: Any = None) -> list[str]:
+    """Every literal secret of a source: `source_secrets` (cookie values, secret-named header
+    values), plus the credentials of its URL and the values of its secret-named query
+    parameters; each at least MIN_LITERAL characters. Mask these wherever a source's data goes."""
+    from urllib.parse import unquote, urlsplit
+
+    found: set[str] = set(source_secrets(headers, cookies))
+    if isinstance(url, str) and url:
+        try:
+            parts = urlsplit(url)
+            users = (parts.username, parts.password)
+        except ValueError:
+            parts, users = None, ()
+        for x in users:
+            if x:
+                found.update((x, unquote(x)))
+        for piece in re.split(r"[&;]", parts.query if parts else ""):
+            name, _, value = piece.partition("=")
+            if value and is_secret_key(unquote(name)):
+                found.update((value, unquote(value)))
+    return sorted(x for x in found if len(x) >= MIN_LITERAL)
+
+
+def blueprint_secrets(blueprint: Any) -> list[str]:
+    """`secret_values` of a blueprint (a Blueprint, its dict, or its JSON text)."""
+    import json
+
+    d = blueprint
+    if isinstance(d, str):
+        try:
+            d = json.loads(d)
+        except ValueError:
+            return []
+    if hasattr(d, "to_dict"):
+        d = d.to_dict()
+    if not isinstance(d, dict):
+        return []
+    return secret_values(d.get("url"), d.get("headers"), d.get("cookies"))
 
 
 def mask_mapping(d: Any, extra_secrets: Iterable[str] = ()) -> Any:

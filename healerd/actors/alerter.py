@@ -25,9 +25,9 @@ import pykka
 from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
-from healerd.sanitize import mask_mapping, mask_text
+from healerd.sanitize import blueprint_secrets, mask_mapping, mask_text
 from healerd.store import alerts as alerts_store
-from healerd.store.db import open_db
+from healerd.store.db import connect, open_db
 from healerd.timeutil import iso
 
 log = logging.getLogger("healerd.alerter")
@@ -113,6 +113,7 @@ class Alerter(pykka.ThreadingActor):
         self.registry = registry
         self.deduper = AlertDeduper(config.alerts.dedupe_window)
         self.fh = None
+        self._conn = None
         self.webhook: _Webhook | None = None
 
     def on_start(self) -> None:
@@ -139,7 +140,23 @@ class Alerter(pykka.ThreadingActor):
         except Exception:  # without the history the Alerter still works; it may repeat an alert once
             log.exception("could not read recent alerts for de-duplication")
 
+    def _source_secrets(self, source: str | None) -> list[str]:
+        """The source's own secret values (cookies, secret headers, URL credentials), masked as
+        literals in its alerts: a page or an error may echo them."""
+        if not source or not self.db_path:
+            return []
+        try:
+            if self._conn is None:
+                self._conn = connect(self.db_path)
+            found = [r[0] for r in self._conn.execute("SELECT blueprint FROM sources WHERE name = ?", (source,))]
+        except Exception:
+            log.warning("could not read the secrets of %s to mask its alert; masking by pattern only", source)
+            return []
+        return blueprint_secrets(found[0]) if found else []
+
     def on_stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
         if self.fh:
             self.fh.close()
         if self.webhook:
@@ -165,8 +182,8 @@ class Alerter(pykka.ThreadingActor):
             "level": a.level,
             "source": a.source,
             "event": a.event,
-            "message": mask_text(a.message),
-            "details": mask_mapping(a.details or {}),
+            "message": mask_text(a.message, secrets := self._source_secrets(a.source)),
+            "details": mask_mapping(a.details or {}, secrets),
         }
         self.fh.write(json.dumps(alert, ensure_ascii=False, default=str) + "\n")
         self.fh.flush()

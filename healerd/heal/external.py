@@ -17,14 +17,14 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from healerd.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.diagnosis import DiagnosisContext
 from healerd.heal.sandbox import ParserRejected, check_parser_source
-from healerd.sanitize import MIN_LITERAL, mask_text, mask_url, source_secrets
+from healerd.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")
@@ -157,26 +157,13 @@ def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -
 
 
 def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
-    """The literal secret values a source's blueprint holds: its cookie values and the values of
-    its secret-named headers (`source_secrets`: `Authorization: Bearer x` gives x, a harmless
-    `User-Agent` or `X-Client: price` gives nothing), URL credentials, secret query values."""
-    found: set[str] = set(source_secrets(bp.headers, bp.cookies))
-    for u in (bp.url, url):
-        if not u:
-            continue
-        try:
-            parts = urlsplit(u)
-        except ValueError:
-            continue
-        for x in (parts.username, parts.password):
-            if x:
-                found.add(x)
-                found.add(unquote(x))
-        for piece in re.split(r"[&;]", parts.query):
-            name, _, value = piece.partition("=")
-            if value and _SECRET_NAME.match(name):
-                found.add(value)
-    return tuple(sorted(x for x in found if len(x) >= MIN_LITERAL))
+    """The literal secret values a source's blueprint holds (`sanitize.secret_values`: cookie
+    values, secret-named header values, URL credentials, secret query values), for `bp.url`
+    and `url`."""
+    found = set(secret_values(bp.url, bp.headers, bp.cookies))
+    if url:
+        found.update(secret_values(url))
+    return tuple(sorted(found))
 
 
 def redact_blueprint(bp: Blueprint, with_parser: bool = False) -> dict[str, Any]:
@@ -488,7 +475,7 @@ class _ClientBase:
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.config.token:
-            h["Authorization"] = f"Bearer {self.config.token}"
+            h["Authorization"] = f"Bearer {reveal(self.config.token)}"
         return h
 
     def _max_answer(self) -> int:
@@ -497,7 +484,7 @@ class _ClientBase:
     def _clean(self, text: str, ctx: DiagnosisContext | None, limit: int = 300) -> str:
         lits = list(secret_literals(ctx.blueprint, ctx.url)) if ctx is not None else []
         if self.config.token:
-            lits.append(self.config.token)
+            lits.append(reveal(self.config.token))
         return _one_line(sanitize_for_healer(str(text), lits), limit)
 
     def heal_cycle(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> CycleResult:

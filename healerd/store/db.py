@@ -67,7 +67,15 @@ def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Status answers show a source's URL through this: its credentials and secret query values masked.
+    conn.create_scalar_function("healerd_mask_url", _mask_url, 1, deterministic=True)
     return conn
+
+
+def _mask_url(url):
+    from healerd.sanitize import mask_url
+
+    return url if url is None else mask_url(url)
 
 
 def open_db(path: str | os.PathLike) -> apsw.Connection:
