@@ -119,6 +119,11 @@ class Alerter(pykka.ThreadingActor):
     def on_start(self) -> None:
         if self.db_path and self.config.alerts.dedupe_window > 0:
             self._seed_dedupe()
+        if self.db_path:
+            try:   # opened now, with the others: opening one later re-plans every other connection's statements
+                self._conn = connect(self.db_path)
+            except Exception:
+                log.exception("could not open the database to read sources' secrets; alerts masked by pattern only")
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Owner-only whatever the umask, and never through a symlink someone planted.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -147,7 +152,7 @@ class Alerter(pykka.ThreadingActor):
             return []
         try:
             if self._conn is None:
-                self._conn = connect(self.db_path)
+                return []
             found = [r[0] for r in self._conn.execute("SELECT blueprint FROM sources WHERE name = ?", (source,))]
         except Exception:
             log.warning("could not read the secrets of %s to mask its alert; masking by pattern only", source)
