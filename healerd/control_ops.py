@@ -179,7 +179,11 @@ class ControlOps:
         return records.latest(self.conn, name, min(limit, 10_000))
 
     def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
-        return alerts_store.since(self.conn, int(after_id or 0), min(int(limit or 200), 10_000), source)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ControlError("bad_request", "limit must be a whole number >= 1")
+        if not isinstance(after_id, int) or isinstance(after_id, bool) or after_id < 0:
+            raise ControlError("bad_request", "after_id must be a whole number >= 0")
+        return alerts_store.since(self.conn, after_id, min(limit, 10_000), source)
 
     # -- writing -------------------------------------------------------------------------
     def op_add(self, name: str, blueprint: dict, url: str | None = None):
