@@ -329,17 +329,18 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def _deadline_transport(**kwargs) -> httpx.HTTPTransport:
-    """httpx's transport with the deadline-bound network backend (httpx 0.28 builds its
-    httpcore pool without a `network_backend` argument, so the pool's is replaced before
-    any connection exists)."""
-    transport = httpx.HTTPTransport(**kwargs)
-    pool = transport._pool
-    if not hasattr(pool, "_network_backend"):
-        raise RuntimeError("this httpcore version keeps its network backend elsewhere; healerd cannot "
-                           "bound fetches by their deadline")
-    pool._network_backend = _DeadlineBackend()
-    return transport
+def _bind_deadlines(client: httpx.Client) -> httpx.Client:
+    """Give every transport of `client` (the direct one and any proxy from the environment)
+    the deadline-bound network backend. httpx 0.28 builds its httpcore pools without a
+    `network_backend` argument, so the pools' backend is replaced before any connection exists."""
+    transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise RuntimeError("this httpx/httpcore version keeps its network backend elsewhere; healerd "
+                               "cannot bound fetches by their deadline")
+        pool._network_backend = _DeadlineBackend()
+    return client
 
 
 class _BoundedBody:
@@ -452,12 +453,11 @@ class Fetcher:
         # Cookies are never kept (see _NoCookies).
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS,
                               keepalive_expiry=KEEPALIVE_EXPIRY_S)
-        self.client = httpx.Client(
-            timeout=timeout, follow_redirects=False,
-            transport=_deadline_transport(http1=True, http2=False, limits=limits),
+        self.client = _bind_deadlines(httpx.Client(
+            http1=True, http2=False, timeout=timeout, follow_redirects=False, limits=limits,
             cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
             headers={"User-Agent": self.config.user_agent, "Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING},
-        )
+        ))
 
     # -- public ------------------------------------------------------------------
     def fetch(self, url: str, *, headers: dict | None = None, cookies: dict | None = None,
