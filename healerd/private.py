@@ -7,9 +7,9 @@ The state dir holds cookies and Authorization values (in blueprints and snapshot
 - a state dir, log dir, socket directory, socket or log file that is a symlink another user
   could have planted, or that another user owns, is refused with one line (UnsafePath).
 
-A symlink is trusted only when root owns it (systemd's `DynamicUser=` makes
-/var/lib/healerd a root-owned link to /var/lib/private/healerd); whatever it points to must
-then pass the same owner check.
+A symlinked directory is trusted only when root owns the link (systemd's `DynamicUser=`
+makes /var/lib/healerd a root-owned link to /var/lib/private/healerd); whatever it points to
+must then pass the same owner check. The socket and the files are never followed as links.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def check_path(path: str | os.PathLike, what: str, root_ok: bool = False) -> bool:
+def check_path(path: str | os.PathLike, what: str, root_ok: bool = False, links_ok: bool = True) -> bool:
     """Raise UnsafePath when `path` is a symlink not owned by root, or (after following a
     trusted link) is owned by a user other than this process's (or root, with `root_ok`).
     False when it does not exist."""
@@ -47,6 +47,8 @@ def check_path(path: str | os.PathLike, what: str, root_ok: bool = False) -> boo
     except FileNotFoundError:
         return False
     if stat.S_ISLNK(st.st_mode):
+        if not links_ok:
+            raise UnsafePath(f"refusing the {what} {p}: it is a symbolic link; healerd writes only to a real file")
         if st.st_uid != 0:
             raise UnsafePath(f"refusing the {what} {p}: it is a symbolic link owned by {_owner(st.st_uid)}, "
                              f"not by root; use the real path")
@@ -77,8 +79,8 @@ def private_dir(path: str | os.PathLike, what: str) -> Path:
 
 
 def private_file(path: str | os.PathLike, what: str) -> None:
-    """An existing file of ours is made owner-only (0600); a foreign one is refused."""
-    if check_path(path, what):
+    """An existing file of ours is made owner-only (0600); a foreign one or a symlink is refused."""
+    if check_path(path, what, links_ok=False):
         st = os.stat(path)
         if stat.S_IMODE(st.st_mode) & 0o077:
             os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077 & 0o7777)
@@ -95,7 +97,7 @@ def secure_daemon_paths(state_dir: str, log_dir: str, socket_path: str, db_file:
     if not check_path(sock_dir, "socket directory", root_ok=True):   # /tmp or /run: root's, fine
         private_dir(sock_dir, "socket directory")
     if os.path.lexists(socket_path):
-        check_path(socket_path, "socket")
+        check_path(socket_path, "socket", links_ok=False)
     for suffix in ("", "-wal", "-shm", "-journal"):
         private_file(db_file + suffix, "database file")
     for name in log_files:

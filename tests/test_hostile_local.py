@@ -84,6 +84,16 @@ def test_a_symlinked_state_dir_planted_by_another_user_is_refused(tmp_path):
     r = _run_daemon(tmp_path, attacker_dir)
     assert r.returncode == 78 and "belongs to uid 54321" in r.stderr
 
+    # A log file planted as a symlink (even root's) is never written through.
+    state = tmp_path / "mine"
+    state.mkdir()
+    victim = tmp_path / "victim-file"
+    victim.write_text("precious\n")
+    (state / "alerts.jsonl").symlink_to(victim)
+    r = _run_daemon(tmp_path, state)
+    assert r.returncode == 78 and "refusing the log file" in r.stderr and "symbolic link" in r.stderr
+    assert victim.read_text() == "precious\n"
+
 
 IMPOSTOR = textwrap.dedent("""
     import os, socket, sys
