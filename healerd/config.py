@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from healerd import __version__
+from healerd.sanitize import Secret
 from healerd.timeutil import parse_duration
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
@@ -41,7 +42,10 @@ class DaemonSection:
 class FetchSection:
     timeout: float = 20.0
     connect_timeout: float = 10.0
-    max_bytes: int = 10_000_000
+    max_bytes: int = 10_000_000           # decoded (inflated) bytes of one page
+    max_items: int = 10_000               # a scrape matching more items fails (TOO_LARGE)
+    max_elements: int = 250_000           # elements of one page, counted before it is parsed
+    max_depth: int = 256                  # element nesting of one page, measured before it is parsed
     user_agent: str = DEFAULT_USER_AGENT
     per_host_concurrency: int = 2
     respect_robots: bool = True
@@ -73,6 +77,10 @@ class HealerSection:
     cycles: int = 5                        # external cycles per Doctor attempt, at most len(timeouts)
     daily_budget_per_source: int = 10      # external calls per source per 24 h
     daily_budget_total: int = 100          # external calls in total per 24 h
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.token, Secret):   # never printed: repr(Config) shows token=Secret('***')
+            object.__setattr__(self, "token", Secret(self.token))
 
 
 BROWSER_RESOURCE_TYPES = ("stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
@@ -199,6 +207,9 @@ def _check(cfg: Config) -> None:
         raise ConfigError("[daemon] scrapers: at least 1")
     if cfg.doctor.probation < 1:
         raise ConfigError("[doctor] probation: at least 1")
+    for key in ("max_bytes", "max_items", "max_elements", "max_depth"):
+        if getattr(cfg.fetch, key) < 1:
+            raise ConfigError(f"[fetch] {key}: at least 1")
     if cfg.fetch.per_host_concurrency < 1:
         raise ConfigError("[fetch] per_host_concurrency: at least 1")
     if not cfg.healer.timeouts:

@@ -108,9 +108,9 @@ class ControlOps:
             out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
             out["metrics"] = fixes.metrics(self.conn, name)
             _, bp = versions.production(self.conn, name)
-            from healerd.sanitize import mask_mapping
+            from healerd.sanitize import blueprint_secrets, mask_mapping
 
-            out["blueprint"] = mask_mapping(bp.to_dict())
+            out["blueprint"] = mask_mapping(bp.to_dict(), blueprint_secrets(bp))
             out["every_s"] = src["every_s"]
             out["staged_versions"] = [v["version"] for v in versions.staged(self.conn, name)]
             return out
@@ -160,8 +160,18 @@ class ControlOps:
         return entries
 
     def op_diff(self, name: str):
+        """The structural diff, its page text masked with the source's own secret values too
+        (a page may echo the cookies and headers it was sent)."""
+        from healerd.sanitize import blueprint_secrets, mask_text
+
         check_name(name)
-        sources.get(self.conn, name)
+        src = sources.get(self.conn, name)
+        secrets = blueprint_secrets(src["blueprint"])
+        out = self._diff(name)
+        out["diff"] = mask_text(out["diff"], secrets)
+        return out
+
+    def _diff(self, name: str):
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
         cur = snapshots.get(self.conn, name, snapshots.CURRENT)
         if cur is None or (good is not None and cur["fetched_at"] < good["fetched_at"]):
@@ -182,7 +192,11 @@ class ControlOps:
         return records.newest(self.conn, name, min(limit, 100_000))
 
     def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
-        return alerts_store.since(self.conn, int(after_id or 0), min(int(limit or 200), 10_000), source)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ControlError("bad_request", "limit must be a whole number >= 1")
+        if not isinstance(after_id, int) or isinstance(after_id, bool) or after_id < 0:
+            raise ControlError("bad_request", "after_id must be a whole number >= 0")
+        return alerts_store.since(self.conn, after_id, min(limit, 10_000), source)
 
     # -- writing -------------------------------------------------------------------------
     def op_add(self, name: str, blueprint: dict, url: str | None = None):

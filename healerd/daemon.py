@@ -37,8 +37,9 @@ from healerd.control.protocol import ControlError
 from healerd.control_ops import ControlOps
 from healerd.ledger import Ledger
 from healerd.sdnotify import notify, watchdog_interval
+from healerd.private import UnsafePath, secure_daemon_paths
+from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
 from healerd.store.db import db_path as make_db_path
-from healerd.store.db import open_db, rows
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
@@ -83,6 +84,7 @@ SHUTDOWN_BUDGET_S = 8.0      # from the stop signal to the actors stopped (the b
 FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writer to finish what they hold
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
+EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting cannot help (RestartPreventExitStatus=78)
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
     _cls.use_daemon_thread = True
@@ -112,6 +114,16 @@ class Daemon:
         self._lock_fd: int | None = None
 
     # -- start-up --------------------------------------------------------------------
+    def secure_paths(self) -> None:
+        """Private paths (umask 077, a state dir of ours, owner-only files; a foreign symlink or
+        another user's file refused). Raises UnsafePath with the one line to print. Runs before
+        anything is created in the state dir, the lock file included."""
+        secure_daemon_paths(str(self.state_dir), self.log_dir, self.socket_path, self.db_path)
+
+    def check_storage(self) -> None:
+        """A database that passes `PRAGMA quick_check`; DatabaseCorrupt with the one line to print."""
+        check_integrity(self.db_path)
+
     def prepare_database(self) -> dict:
         """Apply the schema, put work a crash left IN_PROGRESS back in the queue."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -349,6 +361,11 @@ class Daemon:
         self._reload.set()
 
     def run(self) -> int:
+        try:
+            self.secure_paths()
+        except UnsafePath as exc:
+            log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
+            return EX_CONFIG
         self._lock_fd = lock_state_dir(self.state_dir)   # raises StateDirInUse: nothing else is touched
         try:
             return self._run()
@@ -360,6 +377,11 @@ class Daemon:
         from healerd.control.server import ControlServer
         from healerd.heal.sandbox import log_confinement
 
+        try:
+            self.check_storage()
+        except DatabaseCorrupt as exc:
+            log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
+            return EX_CONFIG
         log_confinement(log)   # once: the layers confining code parsers, or why they are refused
         self.prepare_database()
         self.start_actors()
@@ -368,7 +390,9 @@ class Daemon:
         signal.signal(signal.SIGHUP, self.request_reload)
         try:
             self.reload_sources()
-            self.server = ControlServer(self.socket_path, self.ops.handle, group=self.config.daemon.socket_group)
+            group = self.config.daemon.socket_group
+            self.server = ControlServer(self.socket_path, self.ops.handle, group=group,
+                                        mode=0o660 if group else 0o600)
             self.server.start()
         except Exception as exc:
             log.error("could not start: %s", exc)

@@ -7,7 +7,7 @@ TIMEOUT = "TIMEOUT"                # the page was too slow
 RATE_LIMIT = "RATE_LIMIT"          # 429 (Retry-After honoured)
 NETWORK = "NETWORK"                # DNS failure, connection refused/reset: never a reason to heal
 BLOCKED = "BLOCKED"                # bot challenge or login wall: never a reason to heal
-TOO_LARGE = "TOO_LARGE"            # the body is over [fetch] max_bytes: never healed
+TOO_LARGE = "TOO_LARGE"            # over [fetch] max_bytes (inflated) or a work bound (items, elements, nesting): never healed
 NOT_HTML = "NOT_HTML"              # a binary answer (PDF, image, archive...): never healed
 
 ALL = (HTTP_ERROR, PARSE_ERROR, SCHEMA_MISMATCH, TIMEOUT, RATE_LIMIT, NETWORK, BLOCKED, TOO_LARGE, NOT_HTML)

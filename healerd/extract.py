@@ -8,6 +8,10 @@
   field is `item.css_first(css)`.
 - A value is `node.text(deep=True, separator="")` with whitespace collapsed, or the
   attribute's value as is; no match is None.
+- Work is bounded before any of it is done: `check_page` counts the elements and
+  measures the nesting of the raw HTML with C-speed scans (a page nested 100,000 levels
+  deep costs the HTML parser minutes) and `extract(..., max_items=N)` refuses more than N
+  items before building a record; both raise `PageTooLarge` (error class TOO_LARGE).
 - `int`/`float` take the first number in the text (`-?\\d[\\d,]*(\\.\\d+)?`, commas
   dropped); text with no number gives None.
 """
@@ -16,13 +20,58 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
+from healerd import errors
 from healerd.blueprint import Blueprint, FieldSpec
 
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
+MAX_ELEMENTS = 250_000
+MAX_DEPTH = 256
+MAX_ITEMS = 10_000
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+# Elements that never nest: void elements, and those whose end tag a page may leave out
+# (a following sibling closes them), which would otherwise count as ever deeper nesting.
+_FLAT = frozenset({
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+    "param", "keygen", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody",
+    "tfoot", "colgroup", "caption", "rb", "rt", "rtc", "rp", "html", "head", "body",
+})
+
+
+@dataclass(frozen=True)
+class PageLimits:
+    """The work bounds of one page ([fetch] max_items, max_elements, max_depth)."""
+
+    max_items: int = MAX_ITEMS
+    max_elements: int = MAX_ELEMENTS
+    max_depth: int = MAX_DEPTH
+
+
+class PageTooLarge(ValueError):
+    """A page over a work bound (elements, nesting, items); `error_type` is TOO_LARGE."""
+
+    error_type = errors.TOO_LARGE
+
+
+def check_page(html: str | bytes, max_elements: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH) -> None:
+    """Raise PageTooLarge when `html` has more than `max_elements` start tags or nests elements
+    deeper than `max_depth`, before anything parses it. The depth is measured on the tags as
+    written (end tags a page may omit do not count), so it never overstates a real page's."""
+    if isinstance(html, bytes):
+        html = html.decode("utf-8", errors="replace")
+    count = html.count("<") - html.count("</")   # start tags (and comments): C speed, no copies
+    if count > max_elements:
+        raise PageTooLarge(f"the page has {count} elements, more than max_elements ({max_elements}): "
+                           f"not parsed")
+    flat = _FLAT
+    steps = (0 if m[2].lower() in flat else (-1 if m[1] else 1) for m in _TAG.finditer(html))
+    depth = max(accumulate(steps, initial=0))
+    if depth > max_depth:
+        raise PageTooLarge(f"the page nests elements {depth} deep, more than max_depth ({max_depth}): not parsed")
 
 
 def parse_html(html: str | bytes) -> LexborHTMLParser:
@@ -104,12 +153,19 @@ def _record(root, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
     return data, raw
 
 
-def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint) -> Extraction:
-    """Run a selector blueprint on a page (HTML text or an already parsed tree)."""
+def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint, max_items: int | None = None) -> Extraction:
+    """Run a selector blueprint on a page (HTML text or an already parsed tree).
+
+    With `max_items`, a page whose `items` selector matches more nodes raises PageTooLarge
+    before any record is built."""
     tree = page if isinstance(page, LexborHTMLParser) else parse_html(page)
     if blueprint.items:
+        nodes = item_nodes(tree, blueprint.items_selectors)
+        if max_items is not None and len(nodes) > max_items:
+            raise PageTooLarge(f"the items selector matched {len(nodes)} items, more than max_items "
+                               f"({max_items})")
         data_list, raw_list = [], []
-        for item in item_nodes(tree, blueprint.items_selectors):
+        for item in nodes:
             d, r = _record(item, blueprint.fields)
             data_list.append(d)
             raw_list.append(r)

@@ -1,15 +1,21 @@
 """Fetching one page over HTTP, politely and defensively.
 
 One sync httpx client (HTTP/1.1) per Fetcher. A fetch:
-- sends the configured User-Agent plus the blueprint's headers and cookies (dropped
-  when a redirect leaves the host), and If-None-Match / If-Modified-Since when known;
+- sends the configured User-Agent plus the blueprint's headers and cookies, and
+  If-None-Match / If-Modified-Since when known; the headers and cookies go only to the
+  first URL's origin (scheme, host and port): a redirect elsewhere, or from https down to
+  http, drops them (`same_origin`);
 - follows redirects itself, up to `max_redirects`, naming a loop as a loop and
   recording a permanent (301/308) redirect on the first hop;
 - streams the body and stops reading, closing the connection, once `max_bytes`
-  is passed; a Content-Length above the cap is refused before reading;
-- has connect/read timeouts and a total wall-clock deadline (timeout x 3): when it
-  passes, the socket is shut down (a kept-alive connection: the fetch fails at its next
-  read), so a trickling server cannot hold a scraper;
+  is passed; the cap counts *inflated* bytes: gzip/deflate are decoded here, in steps
+  that never produce more than the room left, so a compression bomb costs at most
+  `max_bytes` of memory; a Content-Length above the cap is refused before reading;
+- has connect/read timeouts and one total wall-clock deadline (timeout x 3) that every
+  raw socket operation obeys: the network backend bounds each connect, read and write by
+  the time left, on new and reused keep-alive connections alike, so a trickling server
+  (a few bytes every half second) costs a fetch its deadline and nothing more; the error
+  states the real elapsed time;
 - reads at most 256 KB of an error page, enough to tell a bot challenge or login
   wall (BLOCKED, e.g. Cloudflare's 403) from a plain HTTP error;
 - decodes the body without ever raising: BOM, then the Content-Type charset, then a
@@ -23,38 +29,37 @@ are masked (`mask_url`).
 from __future__ import annotations
 
 import codecs
+import contextvars
 import email.utils
 import errno
-import heapq
 import http.cookiejar
 import re
 import socket
 import ssl
-import threading
 import time
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from healerd import __version__, errors
 from healerd.classify import detect_block
-from healerd.sanitize import is_secret_key
+from healerd.sanitize import mask_url
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
+ACCEPT_ENCODING = "gzip, deflate"   # the encodings decoded here, within max_bytes
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 REDIRECT_CODES = (301, 302, 303, 307, 308)
 PERMANENT_CODES = (301, 308)
 DEADLINE_FACTOR = 3.0
 KEEPALIVE_CONNECTIONS = 16     # idle connections kept per client (one client per actor)
 KEEPALIVE_EXPIRY_S = 5.0
-CHUNK = 65536
 ERROR_BODY_LIMIT = 262_144   # bytes of a 4xx/5xx page kept to recognise a bot wall
 NOT_BLOCKS = (404, 410, 429)  # 4xx statuses whose body is never taken for a bot wall (nor 5xx but 503)
 
-_CONTROL = re.compile(r"[\x00-\x20\x7f]")
-_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@")
 _META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.I)
 # Labels browsers decode as something else (WHATWG Encoding Standard).
 _LABEL_ALIASES = {
@@ -64,30 +69,6 @@ _LABEL_ALIASES = {
     "x-sjis": "shift_jis", "gb2312": "gbk", "x-gbk": "gbk",
 }
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-
-
-def mask_url(url: str) -> str:
-    """`url` with `user:pass@` and secret-looking query values replaced by ***."""
-    if not isinstance(url, str):
-        return "<not a URL>"
-    out = _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", url)   # no line breaks in log lines
-    out = _USERINFO.sub(r"\1***@", out, count=1)
-    qpos = out.find("?")
-    if qpos < 0:
-        return out
-    head, rest = out[:qpos + 1], out[qpos + 1:]
-    frag = ""
-    if "#" in rest:
-        rest, frag = rest.split("#", 1)
-        frag = "#" + frag
-    parts = []
-    for pair in rest.split("&"):
-        name, eq, _value = pair.partition("=")
-        if eq and is_secret_key(name):   # the same rule as every other mask: `author`, `keyword` stay
-            parts.append(f"{name}=***")
-        else:
-            parts.append(pair)
-    return head + "&".join(parts) + frag
 
 
 @dataclass(frozen=True)
@@ -273,92 +254,161 @@ def classify_transport_error(exc: Exception, url: str) -> tuple[str, str]:
     return errors.NETWORK, f"network error talking to {where} ({type(exc).__name__})"
 
 
-class _DeadlineWatcher:
-    """One thread for every fetch's total deadline (a thread per fetch cost more than the fetch)."""
-
-    def __init__(self):
-        self._cv = threading.Condition()
-        self._heap: list[tuple[float, int, "_Deadline"]] = []
-        self._thread: threading.Thread | None = None
-        self._seq = 0
-
-    def add(self, deadline: "_Deadline") -> None:
-        with self._cv:
-            self._seq += 1
-            heapq.heappush(self._heap, (deadline.expires, self._seq, deadline))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="healerd-fetch-deadlines", daemon=True)
-                self._thread.start()
-            if self._heap[0][2] is deadline:  # the earliest now: wake the watcher to wait less
-                self._cv.notify()
-
-    def _run(self) -> None:
-        while True:
-            due: list[_Deadline] = []
-            with self._cv:
-                now = time.monotonic()
-                while self._heap and (self._heap[0][2].cancelled or self._heap[0][0] <= now):
-                    _, _, d = heapq.heappop(self._heap)
-                    if not d.cancelled:
-                        due.append(d)
-                if not due:
-                    self._cv.wait(self._heap[0][0] - now if self._heap else None)
-            for d in due:
-                d.fire()
-
-
-_WATCHER = _DeadlineWatcher()
-
-
 class _Deadline:
-    """Shuts down the request's socket when the total deadline passes."""
+    """The total wall-clock deadline of one fetch (every redirect hop included)."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.expires = time.monotonic() + seconds
+        self.started = time.monotonic()
+        self.expires = self.started + seconds
         self.hit = False
-        self.cancelled = False
-        self._sock = None
-        self._lock = threading.Lock()
 
-    def start(self) -> "_Deadline":
-        _WATCHER.add(self)
-        return self
+    def remaining(self) -> float:
+        return self.expires - time.monotonic()
 
-    def trace(self, event: str, info: dict) -> None:
-        """httpx `trace` extension: remember the socket each new connection uses."""
-        if event.endswith("connect_tcp.complete"):
-            stream = info.get("return_value")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            with self._lock:
-                self._sock = sock
-                fire_now = self.hit
-            if fire_now:
-                self._shutdown()
-
-    def fire(self) -> None:
-        with self._lock:
-            if self.cancelled:
-                return
-            self.hit = True
-        self._shutdown()
-
-    def _shutdown(self) -> None:
-        with self._lock:
-            sock = self._sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
     def expired(self) -> bool:
-        return self.hit or time.monotonic() >= self.expires
+        if not self.hit and time.monotonic() >= self.expires:
+            self.hit = True
+        return self.hit
 
-    def cancel(self) -> None:
-        with self._lock:
-            self.cancelled = True
-            self._sock = None   # the connection may go back to the pool: never shut it down later
+    def bound(self, timeout: float | None) -> float:
+        """`timeout` cut to the time left; raises httpcore's timeout once nothing is left."""
+        left = self.remaining()
+        if left <= 0:
+            self.hit = True
+            raise httpcore.ReadTimeout("total deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+
+# The deadline of the fetch running on this thread (a sync client reads on the caller's thread).
+_CURRENT: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("healerd_fetch_deadline", default=None)
+
+
+def _bound(timeout: float | None) -> float | None:
+    deadline = _CURRENT.get()
+    return timeout if deadline is None else deadline.bound(timeout)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A network stream whose every read, write and TLS handshake waits at most the time left
+    before the current fetch's deadline: kept-alive connections obey it as new ones do."""
+
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bound(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bound(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _bound(timeout)))
+
+    def get_extra_info(self, info: str):
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self):
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _bound(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _bound(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bind_deadlines(client: httpx.Client) -> httpx.Client:
+    """Give every transport of `client` (the direct one and any proxy from the environment)
+    the deadline-bound network backend. httpx 0.28 builds its httpcore pools without a
+    `network_backend` argument, so the pools' backend is replaced before any connection exists."""
+    transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise RuntimeError("this httpx/httpcore version keeps its network backend elsewhere; healerd "
+                               "cannot bound fetches by their deadline")
+        pool._network_backend = _DeadlineBackend()
+    return client
+
+
+class _BoundedBody:
+    """Decodes a body (identity, gzip, deflate) while counting the *decoded* bytes against
+    `limit`: a chunk is never inflated past the room left plus one byte, so a compression
+    bomb stops at `limit` with no more than that in memory."""
+
+    def __init__(self, encoding: str, limit: int):
+        codings = [c.strip().lower() for c in (encoding or "").split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+        self.coding = codings[0] if codings else None
+        self.limit = limit
+        self.size = 0
+        self.over = False
+        self.parts: list[bytes] = []
+        self._z = self._new() if self.coding else None
+        self._deflate_first = self.coding == "deflate"
+
+    def _new(self, raw_deflate: bool = False):
+        if self.coding in ("gzip", "x-gzip"):
+            return zlib.decompressobj(zlib.MAX_WBITS | 16)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw_deflate else zlib.MAX_WBITS)
+
+    def _keep(self, data: bytes) -> None:
+        room = self.limit - self.size
+        if len(data) > room:
+            self.parts.append(data[:room])
+            self.size = self.limit
+            self.over = True
+            return
+        self.parts.append(data)
+        self.size += len(data)
+
+    def feed(self, raw: bytes) -> None:
+        """Add raw bytes; sets `over` once the decoded body passes `limit`."""
+        if self.over or not raw:
+            return
+        if self._z is None:
+            self._keep(raw)
+            return
+        data = raw
+        while data and not self.over:
+            try:
+                out = self._z.decompress(data, self.limit - self.size + 1)
+            except zlib.error:
+                if self._deflate_first:   # servers sending raw deflate under "deflate"
+                    self._deflate_first = False
+                    self._z = self._new(raw_deflate=True)
+                    continue
+                raise
+            self._deflate_first = False
+            self._keep(out)
+            if self._z.eof:             # a gzip stream of several members
+                data = self._z.unused_data
+                if data:
+                    self._z = self._new()
+            else:
+                data = self._z.unconsumed_tail
+
+    def body(self) -> bytes:
+        if self._z is not None and not self.over:
+            try:
+                self._keep(self._z.flush())
+            except zlib.error:
+                pass
+        return b"".join(self.parts)
 
 
 class _NoCookies(http.cookiejar.CookiePolicy):
@@ -399,16 +449,16 @@ class Fetcher:
         self.browser = browser   # a healerd.browser.BrowserPool for `fetch = "browser"` sources, or None
         timeout = httpx.Timeout(self.config.timeout, connect=self.config.connect_timeout)
         # Keep-alive: many sources share a host, and a new TCP connection per fetch costs
-        # more CPU than parsing half the page. A fresh connection's socket is shut down when
-        # the total deadline passes; on a reused one the deadline is checked between reads,
-        # each bounded by the read timeout. Cookies are never kept (see _NoCookies).
-        self.client = httpx.Client(
-            http1=True, http2=False, timeout=timeout, follow_redirects=False,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS,
-                                keepalive_expiry=KEEPALIVE_EXPIRY_S),
+        # more CPU than parsing half the page. Every socket operation, on a new or a reused
+        # connection, waits at most the time left before the fetch's deadline (_DeadlineBackend).
+        # Cookies are never kept (see _NoCookies).
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+                              keepalive_expiry=KEEPALIVE_EXPIRY_S)
+        self.client = _bind_deadlines(httpx.Client(
+            http1=True, http2=False, timeout=timeout, follow_redirects=False, limits=limits,
             cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
-            headers={"User-Agent": self.config.user_agent, "Accept": ACCEPT},
-        )
+            headers={"User-Agent": self.config.user_agent, "Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING},
+        ))
 
     # -- public ------------------------------------------------------------------
     def fetch(self, url: str, *, headers: dict | None = None, cookies: dict | None = None,
@@ -485,17 +535,17 @@ class Fetcher:
     def _get(self, url: str, headers: dict, cookies: dict | None, limit: int, truncate: bool) -> _Raw:
         started = time.monotonic()
         _check_url(url, url)
-        deadline = _Deadline(max(self.config.timeout, 0.001) * DEADLINE_FACTOR).start()
-        origin_host = _host(url)
+        deadline = _Deadline(max(self.config.timeout, 0.001) * DEADLINE_FACTOR)
+        token = _CURRENT.set(deadline)
         chain = [url]
         permanent = None
         current = url
         try:
             while True:
-                same_host = _host(current) == origin_host
-                req_headers = dict(headers) if same_host else {
+                trusted = same_origin(url, current)
+                req_headers = dict(headers) if trusted else {
                     k: v for k, v in headers.items() if k.lower() in ("if-none-match", "if-modified-since")}
-                if cookies and same_host:
+                if cookies and trusted:
                     req_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
                 status, hdrs, body = self._one(current, req_headers, limit, truncate, deadline)
                 location = hdrs.get("location")
@@ -521,7 +571,7 @@ class Fetcher:
             exc.url = url
             raise
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            if deadline.hit:
+            if deadline.expired():
                 raise _deadline_error(deadline, current, url, None) from None
             kind, message = classify_transport_error(exc, current)
             raise FetchError(kind, message, url=url) from None
@@ -536,12 +586,12 @@ class Fetcher:
             kind, message = classify_transport_error(exc, current)
             raise FetchError(kind, message, url=url) from None
         finally:
-            deadline.cancel()
+            _CURRENT.reset(token)
 
     def _one(self, url: str, headers: dict, limit: int, truncate: bool,
              deadline: _Deadline) -> tuple[int, dict[str, str], bytes]:
-        """One request, no redirects: (status, lower-cased headers, body up to `limit`)."""
-        with self.client.stream("GET", url, headers=headers, extensions={"trace": deadline.trace}) as resp:
+        """One request, no redirects: (status, lower-cased headers, body up to `limit` decoded bytes)."""
+        with self.client.stream("GET", url, headers=headers) as resp:
             hdrs = {k.lower(): v for k, v in resp.headers.items()}
             status = resp.status_code
             if status in REDIRECT_CODES and hdrs.get("location"):
@@ -555,28 +605,48 @@ class Fetcher:
             if not truncate and declared.isdigit() and int(declared) > limit:
                 raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}): "
                                  f"Content-Length {declared} from {mask_url(url)}", url=url, status=status)
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in resp.iter_bytes(CHUNK):
-                size += len(chunk)
-                if size > limit:
+            try:
+                body = _BoundedBody(hdrs.get("content-encoding", ""), limit)
+            except ValueError as exc:
+                raise FetchError(errors.HTTP_ERROR, f"{exc} from {mask_url(url)}", url=url, status=status) from None
+            # iter_raw yields what each socket read returned (no 64 KB buffering), so the deadline
+            # is looked at after every read; each read itself waits at most the time left.
+            for raw in resp.iter_raw():
+                try:
+                    body.feed(raw)
+                except zlib.error:
+                    raise FetchError(errors.HTTP_ERROR, f"cannot decode the response body from "
+                                     f"{_host_port(url)} (bad Content-Encoding)", url=url, status=status) from None
+                if body.over:
                     if truncate:
-                        chunks.append(chunk[:len(chunk) - (size - limit)])
                         break
                     # Leaving the `with` closes the unfinished response, and with it the connection.
-                    raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}) "
-                                     f"from {mask_url(url)}; stopped reading", url=url, status=status)
-                chunks.append(chunk)
+                    raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}"
+                                     f"{' once decompressed' if body.coding else ''}) from {mask_url(url)}; "
+                                     f"stopped reading", url=url, status=status)
                 if deadline.expired():
                     raise _deadline_error(deadline, url, url, status)
-            if deadline.hit:  # the socket was shut down: what was read may be cut short
-                raise _deadline_error(deadline, url, url, status)
-            return status, hdrs, b"".join(chunks)
+            return status, hdrs, body.body()
+
+
+def same_origin(first: str, other: str) -> bool:
+    """True when `other` has the origin of `first`: the same scheme, host and port (default
+    ports filled in). A source's headers and cookies are sent only there: never to another
+    port of the same host, never from https down to http."""
+    try:
+        a, b = urlsplit(first), urlsplit(other)
+        return ((a.scheme or "").lower(), a.hostname, a.port or _DEFAULT_PORT.get(a.scheme.lower())) == \
+            ((b.scheme or "").lower(), b.hostname, b.port or _DEFAULT_PORT.get(b.scheme.lower()))
+    except ValueError:
+        return False
+
+
+_DEFAULT_PORT = {"http": 80, "https": 443}
 
 
 def _deadline_error(deadline: _Deadline, current: str, url: str, status: int | None) -> FetchError:
-    return FetchError(errors.TIMEOUT, f"no complete response from {_host_port(current)} within "
-                      f"{deadline.seconds:g}s (total deadline)", url=url, status=status)
+    return FetchError(errors.TIMEOUT, f"no complete response from {_host_port(current)} after "
+                      f"{deadline.elapsed():.1f}s (total deadline {deadline.seconds:g}s)", url=url, status=status)
 
 
 def _check_url(url: str, original: str, redirect_from: str | None = None) -> None:

@@ -26,7 +26,8 @@ _WHY_NOT = {
     errors.BLOCKED: "the page is a bot challenge or login wall: healing selectors cannot help",
     errors.TIMEOUT: "the site is slow: the schedule backs off instead of healing",
     errors.RATE_LIMIT: "the site rate-limits us: the schedule backs off instead of healing",
-    errors.TOO_LARGE: "the page is larger than [fetch] max_bytes: raise it or point the source at a smaller page",
+    errors.TOO_LARGE: "the page is too large to work on (over [fetch] max_bytes, max_items, max_elements or "
+                      "max_depth): raise the bound or point the source at a smaller page; healing cannot help",
     errors.NOT_HTML: "the URL serves a binary file, not an HTML page: check the URL",
 }
 

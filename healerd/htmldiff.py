@@ -6,6 +6,10 @@ PATH_DEPTH levels) and its own direct text. Two such listings are compared with
 difflib. Scripts, styles, SVG, <noscript>, <template> and comments are noise and
 are dropped.
 
+Work is bounded: a page over the element or nesting bound (`extract.check_page`) is not
+parsed at all, and the whole diff has a time budget (DIFF_BUDGET_S); past either, the diff is
+one line saying why (TOO_LARGE_NOTE / OVER_BUDGET_NOTE).
+
 `diff_signature` hashes only the structural part of a diff (paths, no text,
 digits normalised), so one template change seen on many pages of a site gives
 one signature; `template_signature` hashes a page's skeleton, so pages sharing a
@@ -17,9 +21,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+import time
 from collections import Counter
 
 from selectolax.lexbor import LexborHTMLParser
+
+from healerd.extract import PageTooLarge, check_page
 
 PATH_DEPTH = 8              # levels of the path shown per line
 TEMPLATE_DEPTH = 4          # levels of the skeleton hashed by template_signature
@@ -28,6 +35,23 @@ COST_BUDGET = 400_000       # above this estimated matching work the diff runs o
 SKIP_TAGS = frozenset({"script", "style", "svg", "noscript", "template"})
 NO_ORIGINAL = "(no last good page to compare with: the structural diff is unavailable)"
 TRUNCATED = "... diff truncated: {n} more lines"
+DIFF_BUDGET_S = 5.0         # wall-clock budget of one structural diff
+TOO_LARGE_NOTE = "# no structural diff: the {which} page is too large to compare ({why})"
+OVER_BUDGET_NOTE = "# no structural diff: comparing the pages took more than its {budget:g}s budget"
+
+
+class DiffBudgetExceeded(Exception):
+    """The structural diff ran past its time budget."""
+
+
+class _Clock:
+    def __init__(self, budget: float | None):
+        self.until = None if budget is None else time.monotonic() + budget
+        self.budget = budget
+
+    def check(self) -> None:
+        if self.until is not None and time.monotonic() > self.until:
+            raise DiffBudgetExceeded()
 
 _DIGITS = re.compile(r"\d+")
 _REPEAT = re.compile(r"^(.*)  \(x(\d+)\)$")
@@ -50,13 +74,19 @@ def _segment(node, with_id: bool = True) -> str:
     return seg
 
 
-def _walk(html: str, with_text: bool, max_depth: int | None = None, with_ids: bool = True):
+def _walk(html: str, with_text: bool, max_depth: int | None = None, with_ids: bool = True,
+          clock: _Clock | None = None):
     """Yield (segments, own_text) per element below <body>, in document order.
 
     `segments` is the live path stack (copy it to keep it). One pass over the
-    tree with an explicit stack; no per-element CSS queries.
+    tree with an explicit stack; no per-element CSS queries. A page over the element or
+    nesting bound yields nothing (it is never parsed); `clock` is checked every 1024 nodes.
     """
     if not html:
+        return
+    try:
+        check_page(html)
+    except PageTooLarge:
         return
     tree = LexborHTMLParser(html)
     body = tree.body
@@ -65,7 +95,11 @@ def _walk(html: str, with_text: bool, max_depth: int | None = None, with_ids: bo
     path: list[str] = []
     # Each stack entry: the next sibling to visit at that depth.
     stack = [body.child]
+    seen = 0
     while stack:
+        seen += 1
+        if clock is not None and not seen & 1023:
+            clock.check()
         node = stack[-1]
         if node is None:
             stack.pop()
@@ -96,10 +130,10 @@ def _walk(html: str, with_text: bool, max_depth: int | None = None, with_ids: bo
         stack.append(node.child)
 
 
-def structure_lines(html: str, max_text: int = 50) -> list[str]:
+def structure_lines(html: str, max_text: int = 50, clock: _Clock | None = None) -> list[str]:
     """One line per element: its path (last PATH_DEPTH levels) and `: own text` when it has some."""
     out: list[str] = []
-    for path, text in _walk(html or "", with_text=True):
+    for path, text in _walk(html or "", with_text=True, clock=clock):
         line = " > ".join(path[-PATH_DEPTH:])
         if text:
             line += ": " + text[:max_text]
@@ -177,19 +211,35 @@ def _reduce(a: list[str], b: list[str]) -> tuple[list[str], list[str], str]:
 
 
 def structural_diff(original_html: str | None, current_html: str, max_lines: int = 400,
-                    max_chars: int = 20000) -> str:
+                    max_chars: int = 20000, budget_s: float | None = DIFF_BUDGET_S) -> str:
     """A unified diff (last-good -> current) of the pages' structure lines; "" when identical.
 
-    Large pages are compared on a reduced form (see `_reduce`), named in a first line.
+    Large pages are compared on a reduced form (see `_reduce`), named in a first line. A page
+    over the element or nesting bound, or a diff running past `budget_s` seconds, gives one
+    line saying so instead.
     """
     if original_html is None:
         return NO_ORIGINAL
-    a = structure_lines(original_html)
-    b = structure_lines(current_html or "")
+    for which, html in (("last good", original_html), ("current", current_html or "")):
+        try:
+            check_page(html)
+        except PageTooLarge as exc:
+            return TOO_LARGE_NOTE.format(which=which, why=exc)
+    clock = _Clock(budget_s)
+    try:
+        return _diff(original_html, current_html, max_lines, max_chars, clock)
+    except DiffBudgetExceeded:
+        return OVER_BUDGET_NOTE.format(budget=budget_s)
+
+
+def _diff(original_html: str, current_html: str, max_lines: int, max_chars: int, clock: _Clock) -> str:
+    a = structure_lines(original_html, clock=clock)
+    b = structure_lines(current_html or "", clock=clock)
     if a == b:
         return ""
     a, b, offset = _trim_common(a, b)
     a, b, note = _reduce(a, b)
+    clock.check()
     if note:
         offset = 0  # line numbers of a reduced form do not map back to the page
     out: list[str] = [f"# reduced diff: {note}"] if note else []
@@ -199,6 +249,7 @@ def structural_diff(original_html: str | None, current_html: str, max_lines: int
         if more or len(out) >= max_lines or size + len(line) + 1 > max_chars:
             more += 1
             continue
+        clock.check()
         out.append(line)
         size += len(line) + 1
     if len(out) == (1 if note else 0):

@@ -449,6 +449,26 @@ class Ledger:
         return fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=self.clock(),
                                         after=h.get("attempts_since"), outcomes=breakers.FAILED_OUTCOMES)
 
+    def _masked_fix(self, name: str, context: dict | None, patch: str | None) -> tuple[dict | None, str | None]:
+        """The diagnosis context and the candidate as stored in fix_history: every secret masked,
+        the source's own values (cookies, secret headers, URL credentials and secret query values
+        of the production blueprint and of the candidate) as literals."""
+        from healerd.sanitize import blueprint_secrets, mask_mapping, mask_text
+
+        bp = scalar(self.conn, "SELECT blueprint FROM sources WHERE name = ?", (name,))
+        secrets = set(blueprint_secrets(bp) if bp else ())
+        if patch:
+            secrets.update(blueprint_secrets(patch))
+            try:
+                as_dict = json.loads(patch)
+            except ValueError:
+                as_dict = None
+            patch = (json.dumps(mask_mapping(as_dict, secrets), sort_keys=True) if isinstance(as_dict, dict)
+                     else mask_text(patch, secrets))
+        if context:
+            context = mask_mapping(context, secrets)
+        return context, patch
+
     def record_fix(self, *, name: str, error_type: str, strategy: str, outcome: str, reason: str,
                    context: dict | None = None, patch: str | None = None, validation: dict | None = None,
                    deployed_to: str | None = None, version: int | None = None, fingerprint: str | None = None,
@@ -460,6 +480,7 @@ class Ledger:
             h = row(self.conn, "SELECT * FROM source_health WHERE source_name = ?", (name,))
             if h is None:
                 return fx
+            context, patch = self._masked_fix(name, context, patch)
             fixes.record(self.conn, source_name=name, error_type=error_type, strategy=strategy, outcome=outcome,
                          reason=reason, diagnosis_context=context, patch=patch, validation=validation,
                          deployed_to=deployed_to, version=version, fingerprint=fingerprint, duration_ms=duration_ms,

@@ -31,9 +31,19 @@ def _not_sqlite_schema(record: logging.LogRecord) -> bool:
     return getattr(record, "sqlite_code", None) != SQLITE_SCHEMA
 
 
+class _SqliteNoise(logging.Filter):
+    """SQLite's own log line when a transaction it already rolled back (a full disk) is rolled
+    back again by apsw's `with conn:`: the write's failure is reported once by the StoreWriter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("SQLITE_LOG:") and "cannot rollback - no transaction is active" in msg)
+
+
 def setup(level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_not_sqlite_schema)
+    handler.addFilter(_SqliteNoise())
     handler.setFormatter(_MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 MASK = "***"
-MIN_LITERAL = 5  # shorter extra secrets are not replaced literally (they would mask ordinary words)
+MIN_LITERAL = 4  # a source secret this long or longer is kept and masked literally; shorter ones would
+                 # mask ordinary words (and are not worth guessing from a log either)
 
 # Names in free text (`name=value`, `name: value`, `"name": "value"`): stricter, as `key` or `code`
 # are ordinary words there.
@@ -50,6 +51,31 @@ _HARMLESS_HEADERS = frozenset({
 _FILE_TLDS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "css", "js", "bmp", "tif", "tiff"})
 _HASH_CONTEXT = re.compile(r"(?:sha\d*|md5|hash|digest|checksum|etag|commit|integrity|fingerprint)"
                            r"[\"'\s:=(-]*$", re.IGNORECASE)
+
+
+class Secret(str):
+    """A credential from the configuration (the healer token): `str()`, `repr()` and
+    f-strings show `***`, so a Config printed in a log or a traceback carries no secret.
+    The value is read only with `.reveal()`, where it is sent (the Authorization header)."""
+
+    __slots__ = ()
+
+    def reveal(self) -> str:
+        return str.__str__(self)
+
+    def __str__(self) -> str:
+        return MASK if self else ""
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})" if self else "Secret('')"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def reveal(value: Any) -> Any:
+    """The plain value of a Secret (anything else as is)."""
+    return value.reveal() if isinstance(value, Secret) else value
 
 
 class _Rule:
@@ -241,9 +267,33 @@ def mask_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
     return text
 
 
-def mask_url(url: str) -> str:
-    """A URL with its credentials and secret query parameters masked."""
-    return mask_text(url)
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+_URL_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/?#@]*)@")
+
+
+def mask_url(url: Any, extra_secrets: Iterable[str] = ()) -> str:
+    """`url` fit for a log line or an output: control characters and spaces escaped (no line
+    breaks in log lines), `user:pass@` masked, the value of every query parameter named like a
+    secret (`is_secret_key`: `token`, `api_key`, `code`, `sig`, ... but not `author`) masked,
+    then everything `mask_text` masks (with `extra_secrets`, a source's own values).
+    The one URL mask of healerd: fetch errors, status output and the healer's view use it."""
+    if not isinstance(url, str):
+        return "<not a URL>"
+    if not extra_secrets and "@" not in url and "?" not in url and "=" not in url and not _CONTROL.search(url):
+        return mask_text(url)
+    out = _CONTROL.sub(lambda m: f"%{ord(m.group(0)):02X}", url)
+    out = _URL_USERINFO.sub(lambda m: m.group(1) + (f"{MASK}:{MASK}@" if ":" in m.group(2) else f"{MASK}@"),
+                            out, count=1)
+    qpos = out.find("?")
+    if qpos >= 0:
+        head, rest = out[:qpos + 1], out[qpos + 1:]
+        rest, hashmark, frag = rest.partition("#")
+        parts = []
+        for piece in re.split(r"([&;])", rest):
+            name, eq, value = piece.partition("=")
+            parts.append(f"{name}={MASK}" if eq and value and is_secret_key(name) else piece)
+        out = head + "".join(parts) + hashmark + frag
+    return mask_text(out, extra_secrets)
 
 
 def _mask_all(value: Any) -> Any:
@@ -302,7 +352,8 @@ def source_secrets(headers: Any, cookies: Any) -> list[str]:
     (`is_secret_header`), each whole and split into the values of its `name=value` pairs; the
     credential after an auth scheme (`Bearer x`, `Basic x`, `Token x`) split into its words.
     Nothing else is split into words: a word of a value is usually an ordinary word.
-    Values shorter than 4 characters are left out.
+    Values shorter than MIN_LITERAL (4) characters are left out: the same threshold `mask_text`
+    masks literals at, so every value kept here is masked.
     """
     found: set[str] = set()
 
@@ -324,7 +375,47 @@ def source_secrets(headers: Any, cookies: Any) -> list[str]:
     for value in (cookies or {}).values():
         if isinstance(value, str):
             add(value)
-    return sorted(x for x in found if len(x) >= 4)
+    return sorted(x for x in found if len(x) >= MIN_LITERAL)
+
+
+def secret_values(url: Any = None, headers: Any = None, cookies: Any = None) -> list[str]:
+    """Every literal secret of a source: `source_secrets` (cookie values, secret-named header
+    values), plus the credentials of its URL and the values of its secret-named query
+    parameters; each at least MIN_LITERAL characters. Mask these wherever a source's data goes."""
+    from urllib.parse import unquote, urlsplit
+
+    found: set[str] = set(source_secrets(headers, cookies))
+    if isinstance(url, str) and url:
+        try:
+            parts = urlsplit(url)
+            users = (parts.username, parts.password)
+        except ValueError:
+            parts, users = None, ()
+        for x in users:
+            if x:
+                found.update((x, unquote(x)))
+        for piece in re.split(r"[&;]", parts.query if parts else ""):
+            name, _, value = piece.partition("=")
+            if value and is_secret_key(unquote(name)):
+                found.update((value, unquote(value)))
+    return sorted(x for x in found if len(x) >= MIN_LITERAL)
+
+
+def blueprint_secrets(blueprint: Any) -> list[str]:
+    """`secret_values` of a blueprint (a Blueprint, its dict, or its JSON text)."""
+    import json
+
+    d = blueprint
+    if isinstance(d, str):
+        try:
+            d = json.loads(d)
+        except ValueError:
+            return []
+    if hasattr(d, "to_dict"):
+        d = d.to_dict()
+    if not isinstance(d, dict):
+        return []
+    return secret_values(d.get("url"), d.get("headers"), d.get("cookies"))
 
 
 def mask_mapping(d: Any, extra_secrets: Iterable[str] = ()) -> Any:

@@ -369,7 +369,7 @@ def test_secrets_never_reach_messages(server, fetcher):
 
 def test_mask_url():
     assert mask_url("https://u:p@h.com/a?access_token=1&x=2&Signature=zz#f") == \
-        "https://***@h.com/a?access_token=***&x=2&Signature=***#f"
+        "https://***:***@h.com/a?access_token=***&x=2&Signature=***#f"
     assert mask_url("http://h/?sessionid=9&page=2&password=pw&auth=a") == \
         "http://h/?sessionid=***&page=2&password=***&auth=***"
     assert mask_url("http://h/x?PHPSESSID=abc123&page=2&sessid=zz&q=shoes&author=ann") == \

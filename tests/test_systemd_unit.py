@@ -46,6 +46,9 @@ REQUIRED = {
     "CapabilityBoundingSet": "",
     "AmbientCapabilities": "",
     "UMask": "0007",
+    "RestartPreventExitStatus": "78",
+    "MemoryMax": "1G",
+    "TasksMax": "256",
 }
 
 

@@ -11,6 +11,7 @@ Secrets are masked before anything leaves.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import queue
 import sys
@@ -24,9 +25,9 @@ import pykka
 from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
-from healerd.sanitize import mask_mapping, mask_text
+from healerd.sanitize import blueprint_secrets, mask_mapping, mask_text
 from healerd.store import alerts as alerts_store
-from healerd.store.db import open_db
+from healerd.store.db import connect, open_db
 from healerd.timeutil import iso
 
 log = logging.getLogger("healerd.alerter")
@@ -112,13 +113,21 @@ class Alerter(pykka.ThreadingActor):
         self.registry = registry
         self.deduper = AlertDeduper(config.alerts.dedupe_window)
         self.fh = None
+        self._conn = None
         self.webhook: _Webhook | None = None
 
     def on_start(self) -> None:
         if self.db_path and self.config.alerts.dedupe_window > 0:
             self._seed_dedupe()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(self.path, "a", encoding="utf-8")
+        if self.db_path:
+            try:   # opened now, with the others: opening one later re-plans every other connection's statements
+                self._conn = connect(self.db_path)
+            except Exception:
+                log.exception("could not open the database to read sources' secrets; alerts masked by pattern only")
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Owner-only whatever the umask, and never through a symlink someone planted.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self.fh = open(fd, "a", encoding="utf-8")
         if self.config.alerts.webhook:
             self.webhook = _Webhook(self.config.alerts.webhook)
             self.webhook.start()
@@ -136,7 +145,23 @@ class Alerter(pykka.ThreadingActor):
         except Exception:  # without the history the Alerter still works; it may repeat an alert once
             log.exception("could not read recent alerts for de-duplication")
 
+    def _source_secrets(self, source: str | None) -> list[str]:
+        """The source's own secret values (cookies, secret headers, URL credentials), masked as
+        literals in its alerts: a page or an error may echo them."""
+        if not source or not self.db_path:
+            return []
+        try:
+            if self._conn is None:
+                return []
+            found = [r[0] for r in self._conn.execute("SELECT blueprint FROM sources WHERE name = ?", (source,))]
+        except Exception:
+            log.warning("could not read the secrets of %s to mask its alert; masking by pattern only", source)
+            return []
+        return blueprint_secrets(found[0]) if found else []
+
     def on_stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
         if self.fh:
             self.fh.close()
         if self.webhook:
@@ -154,8 +179,11 @@ class Alerter(pykka.ThreadingActor):
 
     def _emit(self, a: Alert) -> None:
         now = time.time()
-        # An automatic rollback is other news than the fix it undoes: deduplicated on its own.
-        key = f"{a.event}/rollback" if (a.details or {}).get("rollback") else a.event
+        # An automatic rollback is other news than the fix it undoes, and a storage fault other news
+        # than a network outage: each is deduplicated on its own.
+        details = a.details or {}
+        kind = "rollback" if details.get("rollback") else details.get("cause")
+        key = f"{a.event}/{kind}" if kind else a.event
         if not self.deduper.should_send(a.source, key, a.state, now):
             log.debug("alert %s for %s deduplicated", a.event, a.source)
             return
@@ -164,8 +192,8 @@ class Alerter(pykka.ThreadingActor):
             "level": a.level,
             "source": a.source,
             "event": a.event,
-            "message": mask_text(a.message),
-            "details": mask_mapping(a.details or {}),
+            "message": mask_text(a.message, secrets := self._source_secrets(a.source)),
+            "details": mask_mapping(a.details or {}, secrets),
         }
         self.fh.write(json.dumps(alert, ensure_ascii=False, default=str) + "\n")
         self.fh.flush()

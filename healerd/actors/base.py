@@ -8,6 +8,7 @@ import pykka
 from healerd.actors.messages import Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
+from healerd.extract import PageLimits
 from healerd.fetch import FetchConfig, Fetcher
 from healerd.store.db import connect, open_db
 
@@ -16,6 +17,11 @@ def fetch_config(config: Config) -> FetchConfig:
     f = config.fetch
     return FetchConfig(timeout=f.timeout, connect_timeout=f.connect_timeout, max_bytes=f.max_bytes,
                        user_agent=f.user_agent)
+
+
+def page_limits(config: Config) -> PageLimits:
+    f = config.fetch
+    return PageLimits(max_items=f.max_items, max_elements=f.max_elements, max_depth=f.max_depth)
 
 
 class ServiceActor(pykka.ThreadingActor):

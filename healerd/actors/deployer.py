@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 
-from healerd.actors.base import ServiceActor
+from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
 from healerd.blueprint import Blueprint, from_json
 from healerd.deploy import PROMOTE, REJECT, STAGE, judge
@@ -102,13 +102,13 @@ class Deployer(ServiceActor):
             self.registry.write("reject_version", name, version, reason)
             return deploy_result("rejected", version, reason, conclusive=False)
         try:
-            cand_ex = run_parser_on(candidate, page.text)
+            cand_ex = run_parser_on(candidate, page.text, page_limits(self.config))
         except Exception as exc:
             reason = f"the candidate parser failed on the live page: {getattr(exc, 'reason', None) or exc}"
             self.registry.write("reject_version", name, version, reason)
             return deploy_result("rejected", version, reason)
         try:
-            prod_ex = run_parser_on(production, page.text)
+            prod_ex = run_parser_on(production, page.text, page_limits(self.config))
         except Exception:
             prod_ex = None
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)

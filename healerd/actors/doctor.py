@@ -22,8 +22,9 @@ from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
-from healerd.actors.base import ServiceActor
+from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
+from healerd.extract import PageTooLarge
 from healerd.blueprint import Blueprint
 from healerd.config import Config
 from healerd.diagnosis import DiagnosisContext
@@ -240,7 +241,9 @@ class Doctor(ServiceActor):
             ctx.actual_output = {"status": exc.status}
             return ctx, None
         try:
-            ex = run_parser_on(bp, html)
+            ex = run_parser_on(bp, html, page_limits(self.config))
+        except PageTooLarge as exc:
+            return None, f"the page passes a work bound ({exc}); {route(errors.TOO_LARGE)[1]}"
         except Exception as exc:
             ctx = self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
                                 f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
@@ -591,7 +594,7 @@ class Doctor(ServiceActor):
         for url in candidates[:15]:
             try:
                 page = self.fetcher.fetch(url)
-                ex = run_parser_on(ctx.blueprint, page.text)
+                ex = run_parser_on(ctx.blueprint, page.text, page_limits(self.config))
             except Exception:
                 continue
             result = validate(ex, ctx.blueprint, last_good=ctx.last_good_records, html=page.text, status=page.status)

@@ -39,6 +39,8 @@ from healerd.store.db import rows
 from healerd.store.sources import SourceNotFound
 from healerd.waiters import Waiters
 
+from healerd.store.faults import FaultLog
+
 log = logging.getLogger("healerd.scheduler")
 
 # Due rows fetched per Tick, per Scraper: those not dispatched at once wait in `ready`
@@ -145,6 +147,7 @@ class Scheduler(ServiceActor):
         self.heal_requests: list[HealNow] = []
         self.draining = False
         self.last_housekeeping = 0.0
+        self._faults = FaultLog(log, "scheduler")
 
     def handle(self, message):
         try:
@@ -166,8 +169,9 @@ class Scheduler(ServiceActor):
                 self.manual = []
                 if self.dispatched_at:  # scrapes in flight: due again unless their outcome gets recorded
                     self.registry.write_later("requeue_unfinished", dict(self.dispatched_at))
-        except Exception:  # a bad row or a dead peer must not stop scheduling
-            log.exception("scheduler failed handling %s", type(message).__name__)
+        except Exception as exc:  # a bad row or a dead peer must not stop scheduling
+            if not self._faults.failed(exc):   # a full disk: one line per episode, not one per tick
+                log.exception("scheduler failed handling %s", type(message).__name__)
         return None
 
     # -- scraping -------------------------------------------------------------------

@@ -16,12 +16,12 @@ from functools import lru_cache
 
 from healerd import errors
 from healerd.classify import not_html_reason
-from healerd.actors.base import ServiceActor
+from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob
 from healerd.actors.registry import ActorRegistry
 from healerd.blueprint import Blueprint, from_json
 from healerd.config import Config
-from healerd.extract import Extraction, extract
+from healerd.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 from healerd.fetch import FetchError
 from healerd.robots import RobotsPolicy
 
@@ -33,16 +33,23 @@ def cached_blueprint(body: str) -> Blueprint:
     return from_json(body)
 
 
-def run_parser_on(bp: Blueprint, html: str) -> Extraction:
-    """The production parser on a page: selectors in-process, code parsers in the sandbox."""
+def run_parser_on(bp: Blueprint, html: str, limits: PageLimits | None = None) -> Extraction:
+    """The production parser on a page: selectors in-process, code parsers in the sandbox.
+
+    The page's work bounds are checked first (PageTooLarge): elements and nesting before
+    anything parses it, then the number of items."""
+    limits = limits or PageLimits()
+    check_page(html, limits.max_elements, limits.max_depth)
     if bp.parser:
         from healerd.heal.sandbox import run_parser
 
         data = run_parser(bp.parser, html)
+        if isinstance(data, list) and len(data) > limits.max_items:
+            raise PageTooLarge(f"the parser returned {len(data)} records, more than max_items ({limits.max_items})")
         raw = [{k: (None if v is None else str(v)) for k, v in d.items()} for d in data] if isinstance(data, list) \
             else {k: (None if v is None else str(v)) for k, v in data.items()}
         return Extraction(data, raw, len(data) if isinstance(data, list) else None)
-    return extract(html, bp)
+    return extract(html, bp, max_items=limits.max_items)
 
 
 class Scraper(ServiceActor):
@@ -92,7 +99,10 @@ class Scraper(ServiceActor):
                              page_sha=hashlib.sha256(res.body).hexdigest(), etag=res.etag,
                              last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
         try:
-            page.extraction = run_parser_on(bp, res.text)
+            page.extraction = run_parser_on(bp, res.text, page_limits(self.config))
+        except PageTooLarge as exc:
+            page.error_type = errors.TOO_LARGE
+            page.error = str(exc)
         except Exception as exc:
             page.error_type = errors.PARSE_ERROR
             page.error = f"the parser failed on this page: {getattr(exc, 'reason', None) or exc}"

@@ -9,7 +9,7 @@ so any actor may block on it.
 from __future__ import annotations
 
 import logging
-
+import time
 
 from healerd.actors.base import ServiceActor
 from healerd.actors.messages import Alert, WriteJob
@@ -17,6 +17,7 @@ from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
 from healerd.ledger import Effects, Ledger
 from healerd.store.db import write_transaction
+from healerd.store.faults import StorageFaults, StorageUnavailable, is_storage_fault
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.writer")
@@ -29,6 +30,7 @@ class StoreWriter(ServiceActor):
         super().__init__(db_path, config, registry)
         self.waiters = waiters
         self.ledger: Ledger | None = None
+        self.faults = StorageFaults()
 
     def started(self) -> None:
         self.ledger = Ledger(self.conn, self.config)
@@ -44,11 +46,20 @@ class StoreWriter(ServiceActor):
                 self.registry.tell(*message.then)
 
     def _run(self, message: WriteJob):
+        if not self.faults.may_write():
+            ep = self.faults.episode
+            return self._fail(message, StorageUnavailable(f"storage unavailable since {ep.reason}; the write was "
+                                                          f"not attempted (retrying with backoff)"))
         try:
             with write_transaction(self.conn):  # read-then-write safe against other connections' commits
                 result = getattr(self.ledger, message.method)(*message.args, **message.kwargs)
         except Exception as exc:  # never let one bad write stop the writer
-            if not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (
+            if is_storage_fault(exc):
+                if self.faults.failed(exc):
+                    self._storage_fault(message.method)
+                else:
+                    log.debug("write %s failed again: %s", message.method, exc)
+            elif not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (
                     "IllegalTransition", "SourceExists", "VersionNotFound", "MemoryError_"):
                 log.exception("write %s failed", message.method)
             # The transaction rolled back; a lifecycle model it had moved must follow.
@@ -56,6 +67,9 @@ class StoreWriter(ServiceActor):
             failure = Failure(exc)
             self.waiters.resolve(message.request_id, failure)
             return failure
+        ended = self.faults.succeeded()
+        if ended is not None:
+            self._storage_recovered(ended)
         if isinstance(result, Effects):
             for a in result.alerts:
                 self.registry.tell("alerter", Alert(a["event"], a["source"], a["message"], a["level"],
@@ -63,3 +77,26 @@ class StoreWriter(ServiceActor):
             result = result.result
         self.waiters.resolve(message.request_id, result)
         return result
+
+    def _fail(self, message: WriteJob, exc: Exception):
+        failure = Failure(exc)
+        self.waiters.resolve(message.request_id, failure)
+        return failure
+
+    def _storage_fault(self, method: str) -> None:
+        """One ERROR line and one alert per episode (not one traceback per write): a SYSTEMIC_HALT
+        with no source and `details.cause = "storage"` (nothing can be recorded, so nothing heals)."""
+        ep = self.faults.episode
+        text = (f"storage fault: {ep.reason} (writing {method}); writes are refused and retried with "
+                f"backoff until it clears, nothing is half-written")
+        log.error("%s", text)
+        self.registry.tell("alerter", Alert("SYSTEMIC_HALT", None, text, "error",
+                                                   {"cause": "storage", "reason": ep.reason}, None))
+
+    def _storage_recovered(self, ep) -> None:
+        took = time.monotonic() - ep.started_at
+        text = (f"storage recovered after {took:.0f}s ({ep.reason}); {ep.refused + ep.failures} write(s) were "
+                f"lost meanwhile")
+        log.warning("%s", text)
+        self.registry.tell("alerter", Alert("RECOVERED", None, text, "info",
+                                                   {"cause": "storage", "reason": ep.reason}, None))

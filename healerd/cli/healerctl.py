@@ -18,6 +18,7 @@ import click
 from healerd import __version__
 from healerd.blueprint import BlueprintError, load_file
 from healerd.control.client import DaemonUnreachable, call, client_socket_path
+from healerd.sanitize import mask_url
 from healerd.control.protocol import ControlError
 from healerd.timeutil import ago, parse_iso
 
@@ -276,7 +277,7 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
         _print_json(r)
         return
     next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
-    click.echo(f"added {r.get('name', name)}: {r.get('url') or bp.url}, every {_duration(bp.every)}, "
+    click.echo(f"added {r.get('name', name)}: {r.get('url') or mask_url(bp.url)}, every {_duration(bp.every)}, "
                f"state {_state(r.get('state'))}{next_run}")
 
 

@@ -134,6 +134,25 @@ def call(socket_path: str, op: str, args: dict | None = None, timeout: float = 3
         pause = min(pause * 2, RETRY_MAX_PAUSE)
 
 
+def _check_server(sock: socket.socket, path: str) -> None:
+    """Refuse to talk to a process that is not the expected daemon user (SO_PEERCRED): another
+    local user listening first on the socket path would otherwise receive the request, tokens
+    and cookies included. Who is expected: `healerd.private.expected_server_uids`."""
+    import struct
+
+    from healerd.private import expected_server_uids
+
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return   # no SO_PEERCRED on this platform: nothing to check with
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    if uid not in expected_server_uids(path):
+        raise DaemonUnreachable(f"the process on the socket runs as uid {uid}, not as the expected daemon user "
+                                f"(root, you, or the owner of the socket's directory in a place only root or you "
+                                f"can write to); nothing was sent", path)
+
+
 def _exchange(path: str, request: bytes, deadline: float, timeout: float) -> dict:
     """One connection: send the framed request, return the daemon's framed answer."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -145,6 +164,7 @@ def _exchange(path: str, request: bytes, deadline: float, timeout: float) -> dic
             if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
                 raise _QueueFull(_connect_error(exc, path)) from None
             raise _connect_error(exc, path) from None
+        _check_server(sock, path)
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
             sock.sendall(request)

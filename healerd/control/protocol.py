@@ -157,6 +157,8 @@ def decode(payload: bytes) -> dict[str, Any]:
         raise ControlError("bad_request", "the message is not UTF-8") from None
     except ValueError as exc:
         raise ControlError("bad_request", f"the message is not JSON ({exc.msg})") from None
+    except RecursionError:   # e.g. 200,000 nested `[`: an answer, not a dropped connection
+        raise ControlError("bad_request", "the message nests arrays or objects too deeply") from None
     finally:
         if pause:
             gc.enable()

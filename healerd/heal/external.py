@@ -17,14 +17,14 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from healerd.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.diagnosis import DiagnosisContext
 from healerd.heal.sandbox import ParserRejected, check_parser_source
-from healerd.sanitize import mask_text, source_secrets
+from healerd.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")
@@ -144,7 +144,7 @@ def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -
     ordinary text (class names, hashed file names, UUIDs)."""
     if not text:
         return text or ""
-    for lit in sorted({x for x in literals if x and len(x) >= 4}, key=len, reverse=True):
+    for lit in sorted({x for x in literals if x and len(x) >= MIN_LITERAL}, key=len, reverse=True):
         text = text.replace(lit, MASK)
     text = _URL_USERINFO.sub(_mask_userinfo, text)
     text = _HEADER_LINE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
@@ -156,43 +156,14 @@ def sanitize_for_healer(text: str, literals: tuple[str, ...] | list[str] = ()) -
     return mask_text(text)
 
 
-def mask_url(url: str | None) -> str | None:
-    """The URL with its credentials and secret-looking query values masked."""
-    if not url:
-        return url
-    out = _URL_USERINFO.sub(_mask_userinfo, url)
-    if "?" in out:
-        base, _, rest = out.partition("?")
-        query, hashmark, frag = rest.partition("#")
-        parts = []
-        for part in re.split(r"([&;])", query):
-            name, eq, value = part.partition("=")
-            parts.append(f"{name}={MASK}" if eq and value and _SECRET_NAME.match(name) else part)
-        out = base + "?" + "".join(parts) + hashmark + frag
-    return out
-
-
 def secret_literals(bp: Blueprint, url: str | None = None) -> tuple[str, ...]:
-    """The literal secret values a source's blueprint holds: its cookie values and the values of
-    its secret-named headers (`source_secrets`: `Authorization: Bearer x` gives x, a harmless
-    `User-Agent` or `X-Client: price` gives nothing), URL credentials, secret query values."""
-    found: set[str] = set(source_secrets(bp.headers, bp.cookies))
-    for u in (bp.url, url):
-        if not u:
-            continue
-        try:
-            parts = urlsplit(u)
-        except ValueError:
-            continue
-        for x in (parts.username, parts.password):
-            if x:
-                found.add(x)
-                found.add(unquote(x))
-        for piece in re.split(r"[&;]", parts.query):
-            name, _, value = piece.partition("=")
-            if value and _SECRET_NAME.match(name):
-                found.add(value)
-    return tuple(sorted(x for x in found if len(x) >= 4))
+    """The literal secret values a source's blueprint holds (`sanitize.secret_values`: cookie
+    values, secret-named header values, URL credentials, secret query values), for `bp.url`
+    and `url`."""
+    found = set(secret_values(bp.url, bp.headers, bp.cookies))
+    if url:
+        found.update(secret_values(url))
+    return tuple(sorted(found))
 
 
 def redact_blueprint(bp: Blueprint, with_parser: bool = False) -> dict[str, Any]:
@@ -505,7 +476,7 @@ class _ClientBase:
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.config.token:
-            h["Authorization"] = f"Bearer {self.config.token}"
+            h["Authorization"] = f"Bearer {reveal(self.config.token)}"
         return h
 
     def _max_answer(self) -> int:
@@ -514,7 +485,7 @@ class _ClientBase:
     def _clean(self, text: str, ctx: DiagnosisContext | None, limit: int = 300) -> str:
         lits = list(secret_literals(ctx.blueprint, ctx.url)) if ctx is not None else []
         if self.config.token:
-            lits.append(self.config.token)
+            lits.append(reveal(self.config.token))
         return _one_line(sanitize_for_healer(str(text), lits), limit)
 
     def heal_cycle(self, ctx: DiagnosisContext, cycle: int, history: list[dict]) -> CycleResult:

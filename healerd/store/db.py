@@ -67,7 +67,15 @@ def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Status answers show a source's URL through this: its credentials and secret query values masked.
+    conn.create_scalar_function("healerd_mask_url", _mask_url, 1, deterministic=True)
     return conn
+
+
+def _mask_url(url):
+    from healerd.sanitize import mask_url
+
+    return url if url is None else mask_url(url)
 
 
 def open_db(path: str | os.PathLike) -> apsw.Connection:
@@ -76,6 +84,30 @@ def open_db(path: str | os.PathLike) -> apsw.Connection:
     conn = connect(path)
     migrations.upgrade(conn, schema_text())
     return conn
+
+
+class DatabaseCorrupt(Exception):
+    """The database file fails SQLite's integrity check (or is not a database at all)."""
+
+
+def check_integrity(path: str | os.PathLike) -> None:
+    """`PRAGMA quick_check` on an existing database file; DatabaseCorrupt (one line) when it fails.
+
+    Run once at start, before anything writes: a corrupt database must stop the daemon with a
+    clear message, not run with every source looking ACTIVE."""
+    if not Path(path).exists() or Path(path).stat().st_size == 0:
+        return
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            found = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        raise DatabaseCorrupt(f"the database {path} cannot be read: {exc}") from None
+    if found != ["ok"]:
+        raise DatabaseCorrupt(f"the database {path} failed its integrity check: {'; '.join(map(str, found))[:300]}")
 
 
 def db_path(state_dir: str | os.PathLike) -> Path:

@@ -126,7 +126,7 @@ ATTEMPTS_24H_SQL = (
     f"AND f.outcome IN ({', '.join(repr(o) for o in COUNTED_OUTCOMES)}))"
 )
 STATUS_SQL = (
-    "SELECT s.name, s.url, h.state, s.current_version AS version, "
+    "SELECT s.name, healerd_mask_url(s.url) AS url, h.state, s.current_version AS version, "
     f"{_ISO.format(col='h.last_success_at')} AS last_success_at, "
     f"{_ISO.format(col='h.last_failure_at')} AS last_failure_at, "
     f"h.failure_count, {ATTEMPTS_24H_SQL} AS fix_attempts_24h, "
@@ -178,7 +178,7 @@ def _status_columns(json_values: bool = True) -> tuple[str, ...]:
     JSON boolean for SQLite's JSON functions, else the stored 0/1."""
     iso = _ISO.format
     return (
-        "s.name", "s.url", "h.state", "s.current_version", iso(col="h.last_success_at"),
+        "s.name", "healerd_mask_url(s.url)", "h.state", "s.current_version", iso(col="h.last_success_at"),
         iso(col="h.last_failure_at"), "h.failure_count", ATTEMPTS_24H_SQL, iso(col="h.quarantine_until"),
         "json(CASE WHEN s.paused THEN 'true' ELSE 'false' END)" if json_values else "s.paused",
         f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {iso(col='s.next_run_at')} END",
