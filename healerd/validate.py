@@ -32,6 +32,7 @@ NULL_TOLERANCE = 0.10      # a required field may be null in at most this share 
 BAND_LOW = 0.10            # a tenth of the usual item count, or fewer, fails
 BAND_HIGH = 10.0           # more than ten times the usual fails
 SHAPE_MAJORITY = 0.8       # share of last-good values that must share a shape to judge drift
+EXPECTED_MIN_ITEMS = 5     # a clean list of at least this many records is the page, not a bot wall
 _PRECEDENCE = (errors.BLOCKED, errors.PARSE_ERROR, errors.SCHEMA_MISMATCH)
 
 _URL = re.compile(r"^(https?://|//|/|\./|\.\./)\S*$|^[\w.-]+\.(html?|php|aspx?|jsp)(\?\S*)?$", re.I)
@@ -248,6 +249,15 @@ def _check_shape(p: _Problems, name: str, records: list, last_good: Any) -> None
               f"value-shape drift: {name} was {_shape_word(before)}, now {str(now[0])[:40]!r}", name)
 
 
+def gave_expected_records(p: _Problems, records: list, is_list: bool, band: tuple[int, int] | None,
+                          status: int) -> bool:
+    """True when an items page passed every other check with a plausible list of records:
+    at least EXPECTED_MIN_ITEMS (and the learned band's low end), on a 2xx status."""
+    if p.items or not is_list or not 200 <= status < 300:
+        return False
+    return len(records) >= max(EXPECTED_MIN_ITEMS, band[0] if band else 0)
+
+
 def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: list[int] | None = None,
              last_good: dict | list | None = None, html: str | None = None, status: int = 200,
              headers: dict | None = None) -> ValidationResult:
@@ -287,7 +297,11 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
                     _check_shape(p, name, records, last_good)
 
     if html is not None or status in (401, 407):
-        reason, strong = block_strength(html or "", status, headers)
+        # The page scan costs about as much as the extraction; a page that gave the records
+        # expected of it is not a challenge or a login wall, so only the status and headers
+        # are looked at there (the scan stays for pages that fail, look empty, or are single records).
+        page = "" if gave_expected_records(p, records, is_list, band, status) else (html or "")
+        reason, strong = block_strength(page, status, headers)
         if reason and (strong or p.items):
             p.items.insert(0, (errors.BLOCKED, f"Blocked: {reason}", None))
             p.critical = True

@@ -349,3 +349,24 @@ def test_corpus_pages_validate_as_their_truth_says():
             breaks += 1
             caught += not ra.passed
     assert breaks > 50 and caught / breaks > 0.9
+
+
+# -- the block-page scan is skipped only on pages that gave the expected records ------------------
+
+MARKED = '<script>window._cf_chl_opt={cvId:"3"}</script>'   # a vendor marker left on a real page
+
+
+def test_a_clean_list_of_records_is_not_scanned_for_block_markers():
+    html = listing(GOOD_ROWS).replace("</body>", MARKED + "</body>")
+    r = run(html, recent_counts=[20, 20])
+    assert r.passed and r.item_count == 20
+
+
+def test_a_short_list_or_a_failing_page_is_still_scanned():
+    short = listing(GOOD_ROWS[:3]).replace("</body>", MARKED + "</body>")
+    assert run(short).error_type == errors.BLOCKED
+    # below the learned band's low end: not the records expected, so the scan runs
+    many = listing(GOOD_ROWS[:6]).replace("</body>", MARKED + "</body>")
+    assert run(many, recent_counts=[100, 100]).error_type == errors.BLOCKED
+    # an error status is scanned whatever was extracted
+    assert run(listing(GOOD_ROWS).replace("</body>", MARKED + "</body>"), status=403).error_type == errors.BLOCKED
