@@ -172,6 +172,27 @@ class Ledger:
             fx.result = o.summary(self.model(o.name).state)
         return fx
 
+    def record_scrapes(self, outcomes: list[ScrapeOutcome]) -> list[Effects | Exception]:
+        """Several scrape outcomes in one transaction (group commit): one commit instead of one each.
+
+        Each outcome runs in its own savepoint (record_scrape's transaction nests), so one that
+        raises is rolled back alone and its exception takes its place in the returned list while
+        the others commit together. When the transaction itself cannot commit, this raises and
+        nothing of it is kept: the caller writes the outcomes one by one."""
+        results: list[Effects | Exception] = []
+        try:
+            with self.conn:
+                for o in outcomes:
+                    try:
+                        results.append(self.record_scrape(o))
+                    except Exception as exc:   # its savepoint rolled back; a model it moved must follow
+                        self._forget_model(o.name)
+                        results.append(exc)
+        except Exception:
+            self.resync_models()
+            raise
+        return results
+
     def _record_success(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
         name = o.name
         if not o.not_modified:
