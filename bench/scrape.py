@@ -279,6 +279,18 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_peak_rss_mb(pid: int) -> float:
+    """Another process's peak resident set (VmHWM), MB."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU seconds (user + system) of each live thread of this process, summed by role."""
     import threading
@@ -297,7 +309,7 @@ def thread_cpu() -> dict[str, float]:
 
 
 def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: float | None = None,
-                server_pid: int | None = None) -> dict:
+                server_pid: int | None = None, workers: int | None = None) -> dict:
     import logging
 
     from healerd.actors.messages import Ping, Tick
@@ -312,7 +324,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         # No artificial throttle on the one local host: no politeness delay, no jitter,
         # per-host concurrency as high as the Scheduler's own in-flight budget.
         "daemon": {"scrapers": scrapers, "politeness_delay": 0, "jitter": 0.0, "log_level": "WARNING",
-                   **({"tick": tick} if tick else {})},
+                   **({"tick": tick} if tick else {}), **({"workers": workers} if workers is not None else {})},
         "fetch": {"per_host_concurrency": scrapers * 4, "respect_robots": False},
     })
     with tempfile.TemporaryDirectory(prefix="healerd-bench-") as state:
@@ -335,6 +347,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         done_sql = "SELECT count(*) FROM source_health WHERE success_count + failure_count > 0"
         tick = config.daemon.tick
 
+        worker_pids = daemon.workers.pids() if daemon.workers is not None else []
+        workers0 = {pid: process_cpu(pid) for pid in worker_pids}
         by_thread0 = thread_cpu()
         server0 = process_cpu(server_pid) if server_pid else 0.0
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -352,6 +366,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
             if time.time() - start > 60 + n:
                 break
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        workers_cpu = sum(process_cpu(pid) - c0 for pid, c0 in workers0.items())
+        workers_rss = [process_peak_rss_mb(pid) for pid in worker_pids]
         by_thread = thread_cpu()
         server_cpu = process_cpu(server_pid) - server0 if server_pid else 0.0
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -366,6 +382,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         per_thread = dict(sorted(per_thread.items(), key=lambda kv: -kv[1]))
         per_thread["threads that exited"] = cpu - sum(per_thread.values())
         daemon.stop_actors(8.0)
+        daemon.stop_workers()
 
         # Check what was persisted against what each page was rendered from.
         ok = reader.execute("SELECT count(*) FROM source_health WHERE success_count > 0").fetchall()[0][0]
@@ -383,8 +400,10 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     return {
         "sources": n, "done": done, "ok": ok, "scrapes": scrapes, "errors": {e["t"]: e["n"] for e in errors},
         "records": stored, "records_matching": matched, "snapshots": snaps, "wall_s": wall, "cpu_s": cpu,
-        "sources_per_s": done / wall if wall > 0 else 0.0, "cpu_s_per_source": cpu / max(done, 1),
-        "peak_rss_mb": peak_rss_mb, "rss_before_actors_mb": rss_before, "register_s": register_s,
+        "sources_per_s": done / wall if wall > 0 else 0.0, "cpu_s_per_source": (cpu + workers_cpu) / max(done, 1),
+        "own_cpu_s_per_source": cpu / max(done, 1), "workers": len(worker_pids), "workers_cpu_s": workers_cpu,
+        "workers_peak_rss_mb": workers_rss, "daemon_peak_rss_mb": peak_rss_mb,
+        "peak_rss_mb": peak_rss_mb + sum(workers_rss), "rss_before_actors_mb": rss_before, "register_s": register_s,
         "cpu_by_thread": per_thread, "server_cpu_s": server_cpu,
     }
 
@@ -548,6 +567,8 @@ def main() -> None:
     ap.add_argument("--scrapers", type=int, default=8, help="size of the Scraper pool, default 8 (the daemon's)")
     ap.add_argument("--no-scrapy", action="store_true", help="skip the Scrapy comparison")
     ap.add_argument("--tick", type=float, default=None, help="[daemon] tick in seconds (default: the daemon's)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="[daemon] workers: extraction processes (default: the daemon's, for this machine; 0 = in-process)")
     ap.add_argument("--stages", type=int, default=0, metavar="K",
                     help="also time each step of a scrape one after another on K pages (CPU ms per page)")
     ap.add_argument("--scrapy-concurrency", type=int, default=32, help="Scrapy CONCURRENT_REQUESTS, default 32")
@@ -567,7 +588,7 @@ def main() -> None:
           f"{max(sizes) / 1000:.0f} KB (mean {sum(sizes) / len(sizes) / 1000:.0f} KB), rendered and served by "
           f"process {server.pid} at {base} in {time.time() - t0:.1f} s")
     try:
-        hd = run_healerd(base, args.sources, args.scrapers, info["digests"], args.tick, server.pid)
+        hd = run_healerd(base, args.sources, args.scrapers, info["digests"], args.tick, server.pid, args.workers)
         stages = stage_costs(base, min(args.stages, args.sources)) if args.stages > 0 else None
         sc = None if args.no_scrapy else run_scrapy(base, args.sources, args.scrapy_concurrency, info["digests"])
     finally:
@@ -584,9 +605,15 @@ def main() -> None:
           f"last-good snapshots {hd['snapshots']})")
     print(f"  wall time           {hd['wall_s']:>10.2f} s")
     print(f"  sources/s           {hd['sources_per_s']:>10.1f}")
-    print(f"  CPU per source      {hd['cpu_s_per_source'] * 1000:>10.2f} ms  ({hd['cpu_s']:.2f} s in total, "
-          f"{hd['cpu_s'] / hd['wall_s'] if hd['wall_s'] else 0:.2f} cores)")
-    print(f"  peak RSS            {hd['peak_rss_mb']:>10.1f} MB  (this process; {hd['rss_before_actors_mb']:.1f} MB "
+    total_cpu = hd['cpu_s'] + hd['workers_cpu_s']
+    print(f"  CPU per source      {hd['cpu_s_per_source'] * 1000:>10.2f} ms  ({total_cpu:.2f} s in total, "
+          f"{total_cpu / hd['wall_s'] if hd['wall_s'] else 0:.2f} cores; the daemon's process and its "
+          f"{hd['workers']} worker(s))")
+    print(f"  CPU per source in the daemon's own process {hd['own_cpu_s_per_source'] * 1000:.2f} ms; in its workers "
+          f"{hd['workers_cpu_s'] / max(hd['done'], 1) * 1000:.2f} ms")
+    print(f"  peak RSS            {hd['peak_rss_mb']:>10.1f} MB  (the daemon's process {hd['daemon_peak_rss_mb']:.1f} MB + "
+          f"workers {' + '.join(f'{w:.1f}' for w in hd['workers_peak_rss_mb']) or '0'} MB; "
+          f"{hd['rss_before_actors_mb']:.1f} MB "
           f"before the actors started; the page server's process is excluded)")
     print("  CPU by thread       " + ", ".join(f"{k} {v:.2f} s" for k, v in hd["cpu_by_thread"].items() if v >= 0.005))
     print(f"  (meanwhile the page server's process used {hd['server_cpu_s']:.2f} s of CPU; registering "

@@ -60,6 +60,7 @@ class ScrapeOutcome:
     permanent_redirect: str | None = None
     dns_failure: bool = False
     request_id: str | None = None
+    snapshot_z: bytes | None = None    # the page already compressed (then `html` may be None)
 
     def summary(self, state: str) -> dict:
         return {
@@ -198,9 +199,9 @@ class Ledger:
         if not o.not_modified:
             records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
             good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
-            if o.html is not None and (good != o.page_sha or o.page_sha is None):
+            if (o.html is not None or o.snapshot_z is not None) and (good != o.page_sha or o.page_sha is None):
                 snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now,
-                              sha256=o.page_sha)
+                              sha256=o.page_sha, body_z=o.snapshot_z)
         counts = sources.item_counts(src)
         if o.item_count is not None:
             counts = (counts + [o.item_count])[-ITEM_COUNT_MEMORY:]
@@ -233,9 +234,9 @@ class Ledger:
 
         name = o.name
         message = mask_text(o.error or o.error_type or "failed")[:1000]
-        if o.html is not None:
+        if o.html is not None or o.snapshot_z is not None:
             snapshots.put(self.conn, name, snapshots.CURRENT, o.url, o.html, o.status, records=o.data, now=now,
-                          sha256=o.page_sha)
+                          sha256=o.page_sha, body_z=o.snapshot_z)
         consecutive = src["consecutive_failures"] + 1
         self.conn.execute(
             "UPDATE source_health SET last_failure_at = ?, failure_count = failure_count + 1, consecutive_failures = ?, "

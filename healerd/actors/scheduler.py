@@ -57,15 +57,17 @@ DUE_SQL = (
     "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
     "AND s.host NOT IN (SELECT value FROM json_each(?)) AND s.name NOT IN (SELECT value FROM json_each(?))), "
     "picked AS (SELECT name, next_run_at, nth FROM due ORDER BY nth, next_run_at LIMIT ?) "
-    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body FROM picked "
+    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body, sn.sha256 AS good_sha FROM picked "
     "JOIN sources s ON s.name = picked.name "
     "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
+    "LEFT JOIN snapshots sn ON sn.source_name = s.name AND sn.kind = 'last_good' "
     "ORDER BY picked.nth, picked.next_run_at"
 )
 ONE_SQL = (
-    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body "
+    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body, sn.sha256 AS good_sha "
     "FROM sources s JOIN source_health h ON h.source_name = s.name "
-    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' WHERE s.name = ?"
+    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
+    "LEFT JOIN snapshots sn ON sn.source_name = s.name AND sn.kind = 'last_good' WHERE s.name = ?"
 )
 
 
@@ -208,7 +210,8 @@ class Scheduler(ServiceActor):
         scrapers = self.registry.scrapers()
         host = r["host"]
         job = ScrapeJob(name=r["name"], url=r["url"], host=host, blueprint_json=r["body"], version=r["version"],
-                        etag=r["etag"], last_modified=r["last_modified"], request_id=request_id)
+                        etag=r["etag"], last_modified=r["last_modified"], request_id=request_id,
+                        good_sha=r.get("good_sha"))
         self.running.add(r["name"])
         self.dispatched_at[r["name"]] = now
         self.in_flight[host] += 1

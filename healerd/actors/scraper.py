@@ -22,6 +22,7 @@ from healerd.config import Config
 from healerd.extract import Extraction, extract
 from healerd.fetch import FetchError
 from healerd.robots import RobotsPolicy
+from healerd.workers import PageJob, WorkerError, WorkerPool, process_page
 
 log = logging.getLogger("healerd.scraper")
 
@@ -47,15 +48,20 @@ class Scraper(ServiceActor):
     database = None
     fetches = True
 
-    def __init__(self, index: int, config: Config, registry: ActorRegistry, robots: RobotsPolicy | None):
+    def __init__(self, index: int, config: Config, registry: ActorRegistry, robots: RobotsPolicy | None,
+                 workers: WorkerPool | None = None):
         super().__init__(None, config, registry)
         self.index = index
         self.robots = robots
+        self.workers = workers     # extraction in worker processes; None: in this thread
 
     def handle(self, message):
         if isinstance(message, ScrapeJob):
             try:
                 page = self.scrape(message)
+            except WorkerError:   # the pool stopped under a job at shutdown: the source stays due
+                log.info("scrape of %s dropped: healerd is shutting down", message.name)
+                return None
             except Exception as exc:  # the page or the parser misbehaved: report, keep running
                 log.exception("scrape of %s failed unexpectedly", message.name)
                 now = time.time()
@@ -82,8 +88,12 @@ class Scraper(ServiceActor):
             return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
                                  not_modified=True, etag=res.etag, last_modified=res.last_modified)
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=res.status, html=res.text,
-                             page_sha=hashlib.sha256(res.body).hexdigest(), etag=res.etag,
-                             last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
+                             etag=res.etag, last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
+        if not bp.parser:
+            self._extract(page, job, res)
+            page.finished_at = time.time()
+            return page
+        page.page_sha = hashlib.sha256(res.body).hexdigest()
         try:
             page.extraction = run_parser_on(bp, res.text)
         except Exception as exc:
@@ -91,3 +101,26 @@ class Scraper(ServiceActor):
             page.error = f"the parser failed on this page: {getattr(exc, 'reason', None) or exc}"
         page.finished_at = time.time()
         return page
+
+    def _extract(self, page: ExtractedPage, job: ScrapeJob, res) -> None:
+        """A selector blueprint: hash, extract and compress in a worker process (or here with none)."""
+        work = PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json, good_sha=job.good_sha)
+        if self.workers is None:
+            out = process_page(work, html=res.text)
+        else:
+            try:
+                out = self.workers.run(work)
+            except WorkerError as exc:
+                if self.workers.closed:
+                    raise
+                page.page_sha = hashlib.sha256(res.body).hexdigest()
+                page.error_type = errors.PARSE_ERROR
+                page.error = f"the parser failed on this page: {exc}"
+                return
+        page.page_sha = out.page_sha
+        page.snapshot_z = out.snapshot_z
+        if out.error is not None:
+            page.error_type = errors.PARSE_ERROR
+            page.error = f"the parser failed on this page: {out.error}"
+        else:
+            page.extraction = out.extraction

@@ -30,7 +30,9 @@ def judge(page: ExtractedPage, recent_counts: list[int], last_good) -> ScrapeOut
     """The pure part: an ExtractedPage and the source's history -> a ScrapeOutcome."""
     job = page.job
     base = dict(name=job.name, url=job.url, started_at=page.started_at, finished_at=page.finished_at,
-                version=job.version, status=page.status, html=page.html, page_sha=page.page_sha,
+                version=job.version, status=page.status, page_sha=page.page_sha, snapshot_z=page.snapshot_z,
+                # The page text rides on to the StoreWriter only when it still has to be compressed there.
+                html=page.html if page.snapshot_z is None else None,
                 etag=page.etag, last_modified=page.last_modified, permanent_redirect=page.permanent_redirect,
                 request_id=job.request_id)
     if page.error_type:
