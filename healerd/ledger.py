@@ -197,11 +197,13 @@ class Ledger:
     def _record_success(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
         name = o.name
         if not o.not_modified:
-            records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
+            data_json = records.to_json(o.data)   # serialised once, for the records row and the snapshot
+            records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now,
+                           data_json=data_json)
             good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
             if (o.html is not None or o.snapshot_z is not None) and (good != o.page_sha or o.page_sha is None):
                 snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now,
-                              sha256=o.page_sha, body_z=o.snapshot_z)
+                              sha256=o.page_sha, body_z=o.snapshot_z, records_json=data_json)
         counts = sources.item_counts(src)
         if o.item_count is not None:
             counts = (counts + [o.item_count])[-ITEM_COUNT_MEMORY:]
