@@ -164,6 +164,30 @@ def _dominant_shape(values: list) -> str | None:
     return best if shapes.count(best) / len(shapes) >= SHAPE_MAJORITY else None
 
 
+def last_good_sample(last_good: Any) -> list[dict] | Any:
+    """A stand-in of at most two small records for `last_good` that gives `validate` the same
+    verdicts (it only looks at each field's dominant value shape there): per field, one value
+    of its dominant shape, or two of different shapes when none dominates. What the Validator
+    keeps per source instead of the whole last good record set."""
+    if not last_good:
+        return last_good
+    recs, _ = _records(last_good)
+    names = list(dict.fromkeys(k for r in recs if isinstance(r, dict) for k in r))
+    out: list[dict] = [{}, {}]
+    for name in names:
+        values = [v for v in _field_values(last_good, name) if not _is_blank(v)]
+        if not values:
+            continue
+        shape = _dominant_shape(values)
+        if shape is not None:
+            out[0][name] = next(v for v in values if value_shape(v) == shape)
+        else:
+            first = values[0]
+            out[0][name] = first
+            out[1][name] = next(v for v in values if value_shape(v) != value_shape(first))
+    return out
+
+
 def _shape_word(shape: str) -> str:
     return {"number": "numeric", "url": "URLs", "date": "dates"}.get(shape, shape)
 

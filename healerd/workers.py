@@ -68,6 +68,7 @@ class PageResult:
     extraction: Extraction | None = None
     error: str | None = None       # the parser failed on this page
     snapshot_z: bytes | None = None   # the page, UTF-8, zlib: only when page_sha != good_sha
+    shape_sample: list | None = None  # validate.last_good_sample of the records, kept if they pass
 
 
 def decode(body: bytes, encoding: str) -> str:
@@ -96,7 +97,10 @@ def process_page(job: PageJob, html: str | None = None) -> PageResult:
         extraction = extract(text, _blueprint(job.blueprint_json))
     except Exception as exc:
         return PageResult(page_sha=sha, error=str(getattr(exc, "reason", None) or exc), snapshot_z=snapshot)
-    return PageResult(page_sha=sha, extraction=extraction, snapshot_z=snapshot)
+    from healerd.validate import last_good_sample
+
+    return PageResult(page_sha=sha, extraction=extraction, snapshot_z=snapshot,
+                      shape_sample=last_good_sample(extraction.data))
 
 
 @lru_cache(maxsize=1024)

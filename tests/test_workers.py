@@ -12,6 +12,7 @@ import pytest
 from healerd.blueprint import from_dict
 from healerd.extract import extract
 from healerd.store import snapshots
+from healerd.validate import last_good_sample
 from healerd.workers import SNAPSHOT_ZLIB_LEVEL, PageJob, WorkerError, WorkerPool, default_workers, process_page
 
 BP = from_dict({"url": "http://shop.example/list", "items": "li.p",
@@ -41,6 +42,7 @@ def test_a_worker_gives_what_extraction_in_process_gives(pool):
     assert remote.error is None and remote.extraction.item_count == 40
     assert remote.extraction == extract(body.decode("windows-1252"), BP)
     assert remote.extraction.data[3] == {"name": "Widget 3é", "price": 353.99, "link": "/w/3"}
+    assert remote.shape_sample == last_good_sample(remote.extraction.data)
     stored = {"html": body.decode("windows-1252")}
     assert remote.snapshot_z is not None and snapshots.SNAPSHOT_ZLIB_LEVEL == SNAPSHOT_ZLIB_LEVEL
     import zlib

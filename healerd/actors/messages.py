@@ -45,6 +45,7 @@ class ExtractedPage:
     retry_after: float | None = None
     dns_failure: bool = False
     snapshot_z: bytes | None = None   # the page for its snapshot, compressed off the actors' threads (when changed)
+    shape_sample: Any = None          # validate.last_good_sample of the extraction, computed with it
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,7 @@ class Scraper(ServiceActor):
                 return
         page.page_sha = out.page_sha
         page.snapshot_z = out.snapshot_z
+        page.shape_sample = out.shape_sample
         if out.error is not None:
             page.error_type = errors.PARSE_ERROR
             page.error = f"the parser failed on this page: {out.error}"

@@ -1,8 +1,10 @@
 """Validator: judge each scraped page and hand the outcome to the StoreWriter.
 
-It keeps, per source, the item counts of recent good scrapes and the last good
-records (loaded once from SQLite, then kept current from the outcomes it sees),
-so validation costs no database read per scrape.
+It keeps, per source, the item counts of recent good scrapes and what validation
+needs of the last good records (`validate.last_good_sample`: a value of each
+field's usual shape, not the whole record set), loaded once from SQLite, then kept
+current from the outcomes it sees, so validation costs no database read per scrape
+and the cache stays small however many sources there are.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from healerd.classify import failure_fingerprint
 from healerd.config import Config
 from healerd.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
 from healerd.store.db import row
-from healerd.validate import validate
+from healerd.validate import last_good_sample, validate
 
 log = logging.getLogger("healerd.validator")
 
@@ -68,6 +70,8 @@ class Validator(ServiceActor):
                     (name,)) or {}
             counts = json.loads(r.get("item_counts") or "[]")
             last_good = json.loads(r["records"]) if r.get("records") else None
+            if last_good:
+                last_good = last_good_sample(last_good)
             h = (counts, last_good)
             self.history[name] = h
         return h
@@ -87,7 +91,8 @@ class Validator(ServiceActor):
             if outcome.ok and not outcome.not_modified:
                 if outcome.item_count is not None:
                     counts = (counts + [outcome.item_count])[-ITEM_COUNT_MEMORY:]
-                self.history[job.name] = (counts, outcome.data)
+                sample = page.shape_sample if page.shape_sample is not None else last_good_sample(outcome.data)
+                self.history[job.name] = (counts, sample)
         except Exception as exc:
             log.exception("validation of %s failed unexpectedly", job.name)
             outcome = ScrapeOutcome(name=job.name, url=job.url, ok=False, started_at=page.started_at,
