@@ -49,6 +49,14 @@ class ExtractedPage:
 
 
 @dataclass(frozen=True)
+class ScraperFree:
+    """Scraper -> Scheduler: its job is handed on (to the Validator); it can take the next one.
+    The source and its host slot stay held until ScrapeDone."""
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
 class ScrapeDone:
     """Validator -> Scheduler: frees the host slot."""
     name: str

@@ -29,7 +29,7 @@ import apsw
 import pykka
 
 from healerd.actors.base import ServiceActor
-from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, Tick
+from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, ScraperFree, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
 from healerd.fetch import DEADLINE_FACTOR
@@ -43,6 +43,10 @@ log = logging.getLogger("healerd.scheduler")
 # Due rows fetched per Tick, per Scraper: those not dispatched at once wait in `ready`
 # and refill a Scraper the moment it is free, so the pool is not idle until the next Tick.
 READY_ROWS_PER_SCRAPER = 16
+# Scrapes dispatched and not yet committed, per Scraper at most: a Scraper is free again once
+# it has handed its page on (ScraperFree), so this bounds the pages waiting for validation
+# and the StoreWriter (and the memory they hold).
+IN_FLIGHT_PER_SCRAPER = 4
 # How long the StoreWriter may take to commit an outcome (ActorRegistry.write's timeout).
 WRITER_SLACK_S = 30.0
 
@@ -148,6 +152,8 @@ class Scheduler(ServiceActor):
                 self._tick(message.now)
             elif isinstance(message, ScrapeDone):
                 self._done(message)
+            elif isinstance(message, ScraperFree):
+                self._scraper_free(message)
             elif isinstance(message, RunNow):
                 self._run_now(message)
             elif isinstance(message, HealNow):
@@ -182,7 +188,22 @@ class Scheduler(ServiceActor):
         self._feed_doctor()
 
     def _idle_scrapers(self) -> list[int]:
-        return [i for i in range(len(self.registry.scrapers())) if self.scraper_load[i] == 0]
+        n = len(self.registry.scrapers())
+        if len(self.running) >= n * IN_FLIGHT_PER_SCRAPER:
+            return []
+        return [i for i in range(n) if self.scraper_load[i] == 0]
+
+    def _scraper_free(self, msg: ScraperFree) -> None:
+        """The Scraper handed `msg.name`'s page on: it may take the next job (the source and its
+        host slot stay held until ScrapeDone)."""
+        idx, host = self.assigned.get(msg.name, (None, None))
+        if idx != msg.index:
+            return
+        self.assigned[msg.name] = (None, host)
+        if self.scraper_load[idx] > 0:
+            self.scraper_load[idx] -= 1
+        if (self.ready or self.manual) and not self.draining:
+            self._dispatch_ready(time.time())
 
     def _dispatch_ready(self, now: float) -> None:
         """Give the waiting `healerctl run` rows, then the rows of `ready` within the host limits,

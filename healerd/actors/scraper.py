@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from healerd import errors
 from healerd.actors.base import ServiceActor
-from healerd.actors.messages import ExtractedPage, ScrapeJob
+from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.registry import ActorRegistry
 from healerd.blueprint import Blueprint, from_json
 from healerd.config import Config
@@ -61,6 +61,7 @@ class Scraper(ServiceActor):
                 page = self.scrape(message)
             except WorkerError:   # the pool stopped under a job at shutdown: the source stays due
                 log.info("scrape of %s dropped: healerd is shutting down", message.name)
+                self.registry.tell("scheduler", ScraperFree(self.index, message.name))
                 return None
             except Exception as exc:  # the page or the parser misbehaved: report, keep running
                 log.exception("scrape of %s failed unexpectedly", message.name)
@@ -68,6 +69,8 @@ class Scraper(ServiceActor):
                 page = ExtractedPage(job=message, started_at=now, finished_at=now, error_type=errors.PARSE_ERROR,
                                      error=f"internal error while scraping: {type(exc).__name__}: {exc}")
             self.registry.tell("validator", page)
+            # Free for the next job now: the outcome's validation and commit need no Scraper.
+            self.registry.tell("scheduler", ScraperFree(self.index, message.name))
         return None
 
     def scrape(self, job: ScrapeJob) -> ExtractedPage:
