@@ -34,7 +34,7 @@ class DaemonSection:
     politeness_delay: float = 1.0         # seconds between two requests to one host (robots crawl-delay wins)
     jitter: float = 0.1                   # +-10 % on every schedule
     tick: float = 0.2                     # scheduler tick, seconds
-    workers: int | None = None            # extraction worker processes; None: for the machine, 0: in-process
+    workers: int | None = None            # extraction worker processes; None: one per core (1-4), 0: in-process
 
 
 @dataclass(frozen=True)

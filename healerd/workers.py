@@ -42,9 +42,11 @@ _IDLE_POLL_S = 0.5
 
 
 def default_workers(cpus: int | None = None) -> int:
-    """One worker per core beyond the daemon's own, 1 to MAX_AUTO_WORKERS (1 on 2 cores)."""
+    """One worker per core, 1 to MAX_AUTO_WORKERS (2 on 2 cores). The daemon's own process needs
+    less CPU per page than its workers (fetch, validate, persist against hash, parse, extract,
+    compress), and a single worker becomes the queue every Scraper waits in."""
     cpus = cpus if cpus is not None else (os.cpu_count() or 1)
-    return max(1, min(MAX_AUTO_WORKERS, cpus - 1))
+    return max(1, min(MAX_AUTO_WORKERS, cpus))
 
 
 def worker_count(configured: int | None) -> int:

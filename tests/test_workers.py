@@ -120,4 +120,4 @@ def test_a_stopped_pool_ends_its_workers_and_refuses_jobs():
 
 
 def test_the_default_number_of_workers_follows_the_cores():
-    assert [default_workers(c) for c in (1, 2, 3, 8, 64)] == [1, 1, 2, 4, 4]
+    assert [default_workers(c) for c in (1, 2, 3, 8, 64)] == [1, 2, 3, 4, 4]
