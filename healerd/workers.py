@@ -136,7 +136,7 @@ def _serve(jobs, results) -> None:
 
 
 class _Worker:
-    """One worker: `python -m healerd.workers` (a fresh interpreter, never a fork of the
+    """One worker: `python -P -m healerd.workers` (a fresh interpreter, never a fork of the
     multi-threaded daemon) speaking pickled jobs and results over two pipes."""
 
     def __init__(self, index: int):
@@ -144,7 +144,7 @@ class _Worker:
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "healerd.workers", str(job_r), str(res_w)],
+            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.workers", str(job_r), str(res_w)],
                                          pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, close_fds=True)
         except BaseException:
             for fd in (job_r, job_w, res_r, res_w):
