@@ -1,7 +1,7 @@
 """End-to-end scrape benchmark: one full cycle of N sources through the real actors, then Scrapy
 and the bare two-process loop on the same pages.
 
-    python bench/scrape.py [--sources 1000] [--scrapers 8] [--workers N] [--no-scrapy] [--no-bare]
+    python bench/scrape.py [--sources 1000] [--scrapers 8] [--workers N] [--cycles 2] [--no-scrapy] [--no-bare]
                            [--scrapy-concurrency 32] [--stages K] [--tick SECONDS]
 
 1. A separate process (so it does not compete for this process's GIL) renders N
@@ -317,7 +317,7 @@ def thread_cpu() -> dict[str, float]:
 
 
 def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: float | None = None,
-                server_pid: int | None = None, workers: int | None = None) -> dict:
+                server_pid: int | None = None, workers: int | None = None, cycles: int = 1) -> dict:
     import logging
 
     from healerd.actors.messages import Ping, Tick
@@ -389,6 +389,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         per_thread = {k: v - by_thread0.get(k, 0.0) for k, v in by_thread.items()}
         per_thread = dict(sorted(per_thread.items(), key=lambda kv: -kv[1]))
         per_thread["threads that exited"] = cpu - sum(per_thread.values())
+        again = second_cycle(daemon, reader, n, tick, worker_pids) if cycles > 1 else None
         daemon.stop_actors(8.0)
         daemon.stop_workers()
 
@@ -412,8 +413,41 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         "own_cpu_s_per_source": cpu / max(done, 1), "workers": len(worker_pids), "workers_cpu_s": workers_cpu,
         "workers_peak_rss_mb": workers_rss, "daemon_peak_rss_mb": peak_rss_mb,
         "peak_rss_mb": peak_rss_mb + sum(workers_rss), "rss_before_actors_mb": rss_before, "register_s": register_s,
-        "cpu_by_thread": per_thread, "server_cpu_s": server_cpu,
+        "cpu_by_thread": per_thread, "server_cpu_s": server_cpu, "second_cycle": again,
     }
+
+
+def second_cycle(daemon, reader, n: int, tick: float, worker_pids: list[int]) -> dict:
+    """Every source due again at once, the pages unchanged (the steady state: the snapshot is
+    not rewritten, so the workers do not compress): wall time and CPU of that cycle."""
+    from healerd.actors.messages import Tick
+    from healerd.store.db import connect
+
+    conn = connect(daemon.db_path)
+    with conn:
+        conn.execute("UPDATE sources SET next_run_at = ?", (time.time(),))
+    conn.close()
+    sql = "SELECT count(*) FROM source_health WHERE success_count + failure_count >= 2"
+    workers0 = {pid: process_cpu(pid) for pid in worker_pids}
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.time()
+    next_tick = start
+    done = 0
+    while done < n and time.time() - start < 60 + n:
+        now = time.time()
+        if now >= next_tick:
+            daemon.registry.tell("scheduler", Tick(now))
+            next_tick = now + tick
+        time.sleep(0.01)
+        done = reader.execute(sql).fetchall()[0][0]
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    finished = reader.execute("SELECT max(max(coalesce(last_success_at, 0), coalesce(last_failure_at, 0))) "
+                              "FROM source_health").fetchall()[0][0]
+    wall = max(finished, start) - start
+    own = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
+    workers_cpu = sum(process_cpu(pid) - c0 for pid, c0 in workers0.items())
+    return {"done": done, "wall_s": wall, "sources_per_s": done / wall if wall > 0 else 0.0,
+            "cpu_s_per_source": (own + workers_cpu) / max(done, 1), "own_cpu_s_per_source": own / max(done, 1)}
 
 
 def stage_costs(base: str, n: int) -> dict[str, float]:
@@ -659,6 +693,8 @@ def main() -> None:
     ap.add_argument("--scrapers", type=int, default=8, help="size of the Scraper pool, default 8 (the daemon's)")
     ap.add_argument("--no-scrapy", action="store_true", help="skip the Scrapy comparison")
     ap.add_argument("--no-bare", action="store_true", help="skip the bare two-process loop")
+    ap.add_argument("--cycles", type=int, default=1, choices=(1, 2),
+                    help="2: also time a second cycle over the unchanged pages (the steady state)")
     ap.add_argument("--tick", type=float, default=None, help="[daemon] tick in seconds (default: the daemon's)")
     ap.add_argument("--workers", type=int, default=None,
                     help="[daemon] workers: extraction processes (default: the daemon's, for this machine; 0 = in-process)")
@@ -681,7 +717,7 @@ def main() -> None:
           f"{max(sizes) / 1000:.0f} KB (mean {sum(sizes) / len(sizes) / 1000:.0f} KB), rendered and served by "
           f"process {server.pid} at {base} in {time.time() - t0:.1f} s")
     try:
-        hd = run_healerd(base, args.sources, args.scrapers, info["digests"], args.tick, server.pid, args.workers)
+        hd = run_healerd(base, args.sources, args.scrapers, info["digests"], args.tick, server.pid, args.workers, args.cycles)
         stages = stage_costs(base, min(args.stages, args.sources)) if args.stages > 0 else None
         sc = None if args.no_scrapy else run_scrapy(base, args.sources, args.scrapy_concurrency, info["digests"])
         bare = None if args.no_bare else run_bare(base, args.sources, 2, 4, info["digests"])
@@ -712,6 +748,11 @@ def main() -> None:
     print("  CPU by thread       " + ", ".join(f"{k} {v:.2f} s" for k, v in hd["cpu_by_thread"].items() if v >= 0.005))
     print(f"  (meanwhile the page server's process used {hd['server_cpu_s']:.2f} s of CPU; registering "
           f"{hd['sources']} sources, untimed, took {hd['register_s']:.2f} s)")
+    if hd["second_cycle"]:
+        c2 = hd["second_cycle"]
+        print(f"  second cycle, pages unchanged: {c2['done']} sources in {c2['wall_s']:.2f} s, "
+              f"{c2['sources_per_s']:.1f} sources/s, CPU per source {c2['cpu_s_per_source'] * 1000:.2f} ms "
+              f"(the daemon's own process {c2['own_cpu_s_per_source'] * 1000:.2f} ms)")
     if stages:
         print()
         print(f"one scrape step by step, on one thread, CPU per page (mean of {min(args.stages, args.sources)} pages):")
