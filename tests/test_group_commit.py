@@ -35,7 +35,7 @@ def count_commits(c) -> list[int]:
 def test_several_outcomes_commit_in_one_transaction_and_a_failing_one_alone_rolls_back(conn, make_ledger):
     led = make_ledger()
     for name in ("a", "b", "c"):
-        add(led, name)
+        add(led, name, good_past=False)   # counts start at zero: only this group's outcomes are counted
     commits = count_commits(conn)
     poison = good(led, "c", data=[{"name": object()}])     # its records cannot be serialised
     results = led.record_scrapes([good(led, "a"), bad(led, "b"), poison])
@@ -55,7 +55,7 @@ def test_several_outcomes_commit_in_one_transaction_and_a_failing_one_alone_roll
 def test_a_group_that_cannot_commit_keeps_nothing(conn, make_ledger):
     led = make_ledger()
     for name in ("a", "b"):
-        add(led, name)
+        add(led, name, good_past=False)   # counts start at zero: only this group's outcomes are counted
     conn.set_commit_hook(lambda: True)   # every commit turns into a rollback
     with pytest.raises(Exception):
         led.record_scrapes([good(led, "a"), bad(led, "b")])
@@ -110,9 +110,14 @@ def test_the_writer_commits_queued_outcomes_together_and_tells_then_after_the_co
     names = [f"s{i}" for i in range(6)]
     for name in names:
         reg.write("call", lambda c, n=name: add_source(c, n))
-    commits = reg.write("call", count_commits)
     gate = threading.Event()
-    reg.write_later("call", lambda c: gate.wait(10))          # hold the writer while the outcomes queue up
+    held: list = []
+
+    def hold(c):   # hold the writer while the outcomes queue up; count commits from here on
+        held.append(count_commits(c))
+        gate.wait(10)
+
+    reg.write_later("call", hold)
     for i, name in enumerate(names):
         outcome = good(Fake, name) if i % 2 == 0 else bad(Fake, name)
         reg.write_later("record_scrape", outcome, then=("scheduler", ScrapeDone(name, "shop.example")))
@@ -123,7 +128,8 @@ def test_the_writer_commits_queued_outcomes_together_and_tells_then_after_the_co
     seen = collector.ask("seen")
     assert sorted(n for n, _ in seen) == names
     assert all(committed for _, committed in seen), seen     # never told before its outcome is in SQLite
-    assert commits[0] == 1                                    # the six outcomes: one transaction
+    # Every write is one transaction: the holding call's own, then the six outcomes' one.
+    assert held[0][0] == 2
 
 
 def test_a_group_that_cannot_commit_is_written_one_by_one(writer):
@@ -137,18 +143,21 @@ def test_a_group_that_cannot_commit_is_written_one_by_one(writer):
     for name in names:
         reg.write("call", lambda c, n=name: add_source(c, n))
     vetoed = []
+    gate = threading.Event()
 
-    def veto_first_group(c):
+    def veto_the_group(c):
+        commits = [0]
+
         def hook():
-            if not vetoed:
+            commits[0] += 1
+            if commits[0] == 2:   # the first is this call's own transaction; the second, the group's
                 vetoed.append(True)
                 return True    # the group's commit becomes a rollback
             return False
         c.set_commit_hook(hook)
+        gate.wait(10)          # hold the writer while the outcomes queue up
 
-    reg.write("call", veto_first_group)
-    gate = threading.Event()
-    reg.write_later("call", lambda c: gate.wait(10))
+    reg.write_later("call", veto_the_group)
     for name in names:
         reg.write_later("record_scrape", good(Fake, name), then=("scheduler", ScrapeDone(name, "shop.example")))
     gate.set()
