@@ -49,9 +49,9 @@ def default_workers(cpus: int | None = None) -> int:
     return max(1, min(MAX_AUTO_WORKERS, cpus))
 
 
-def worker_count(configured: int | None) -> int:
-    """`[daemon] workers`: a number (0 = in the daemon's process), or unset for the machine's default."""
-    return default_workers() if configured is None else configured
+def worker_count(configured: int | str | None) -> int:
+    """`[daemon] workers`: a number (0 = in the daemon's process), or "auto" (unset) for the machine's default."""
+    return default_workers() if configured in (None, "auto") else int(configured)
 
 
 @dataclass(frozen=True)

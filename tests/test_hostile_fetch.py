@@ -150,7 +150,7 @@ def test_a_gzip_bomb_stops_at_max_bytes_with_bounded_memory(server, gzip_bomb):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["error"] == errors.HTTP_ERROR
+    assert out["error"] == errors.TOO_LARGE
     assert "larger than max_bytes (10000000 once decompressed)" in out["message"]
     # At most max_bytes (10 MB) is ever inflated: the peak grows by far less than the 1 GB.
     assert out["grew_kb"] < 80_000, out
