@@ -1,7 +1,8 @@
-"""End-to-end scrape benchmark: one full cycle of N sources through the real actors, then Scrapy.
+"""End-to-end scrape benchmark: one full cycle of N sources through the real actors, then Scrapy
+and the bare two-process loop on the same pages.
 
-    python bench/scrape.py [--sources 1000] [--scrapers 8] [--no-scrapy] [--scrapy-concurrency 32]
-                           [--stages K] [--tick SECONDS]
+    python bench/scrape.py [--sources 1000] [--scrapers 8] [--workers N] [--cycles 2] [--no-scrapy] [--no-bare]
+                           [--scrapy-concurrency 32] [--stages K] [--tick SECONDS]
 
 1. A separate process (so it does not compete for this process's GIL) renders N
    deterministic listing pages of 50-150 KB each (50 product rows, a header, a mega
@@ -10,22 +11,29 @@
    Content-Length, keep-alive when the client wants it).
 2. healerd, in this process: `healerd.daemon.Daemon` with a temporary state dir starts
    its real actors (Scheduler, the Scraper pool, Validator, StoreWriter, Alerter,
-   Doctor, Deployer). N sources (one blueprint: 5 fields per row, 50 rows per page) are
-   registered before the clock starts, all due at once. Timed: from the first Tick
-   until the StoreWriter has persisted every source's outcome (records, last-good
-   snapshot, health, next run). Then every source's stored records are checked
-   against the rows the page was rendered from.
+   Doctor, Deployer) and its extraction worker processes (`--workers`, default the
+   daemon's own for this machine; 0 = in-process). N sources (one blueprint: 5 fields
+   per row, 50 rows per page) are registered before the clock starts, all due at once.
+   Timed: from the first Tick until the StoreWriter has persisted every source's outcome
+   (records, last-good snapshot, health, next run). Then every source's stored records
+   are checked against the rows the page was rendered from.
 3. Scrapy (an optional bench dependency: `pip install '.[bench]'`), in a subprocess so
    its reactor is its own: a spider over the same N URLs extracting the same fields
    with its default parsel CSS selectors, one item per page, counted in memory; no
    robots, no autothrottle, no delay. Its rows are checked the same way.
+4. The bare loop, the machine's practical limit: 2 processes x 4 threads, each thread
+   with its own sync httpx client, fetching the same pages and extracting the same
+   fields with lexbor, nothing else (no validation, no persistence). Checked the same way.
 
-Prints a table, then one JSON line with the figures. CPU seconds are this process's
-(user + system, all actor threads, also split by actor); peak RSS is this process's
-ru_maxrss. The page server runs in another process and is excluded from both (its CPU
-is shown apart). `--stages K` also times each step of one scrape (fetch, hash, extract,
-validate, persist) one after another on one thread over K pages, with the actors' own
-functions: where a source's CPU goes. No assertions: the figures depend on the machine.
+Prints a table, then one JSON line with the figures. healerd's CPU seconds are its
+process's (user + system, all actor threads, also split by actor) plus its worker
+processes'; "CPU in the daemon's own process" is shown apart. Peak RSS is the daemon's
+ru_maxrss plus each worker's VmHWM. The page server runs in another process and is
+excluded (its CPU is shown apart). `--stages K` also times each step of one scrape
+(fetch, the worker's hash + parse + extract + compress, validate, persist in groups) one
+after another on one thread over K pages, with the actors' own functions: where a
+source's CPU goes. No assertions: the figures depend on the machine (and on what else
+runs on it).
 """
 
 from __future__ import annotations
@@ -279,6 +287,18 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_peak_rss_mb(pid: int) -> float:
+    """Another process's peak resident set (VmHWM), MB."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU seconds (user + system) of each live thread of this process, summed by role."""
     import threading
@@ -297,7 +317,7 @@ def thread_cpu() -> dict[str, float]:
 
 
 def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: float | None = None,
-                server_pid: int | None = None) -> dict:
+                server_pid: int | None = None, workers: int | None = None, cycles: int = 1) -> dict:
     import logging
 
     from healerd.actors.messages import Ping, Tick
@@ -312,7 +332,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         # No artificial throttle on the one local host: no politeness delay, no jitter,
         # per-host concurrency as high as the Scheduler's own in-flight budget.
         "daemon": {"scrapers": scrapers, "politeness_delay": 0, "jitter": 0.0, "log_level": "WARNING",
-                   **({"tick": tick} if tick else {})},
+                   **({"tick": tick} if tick else {}), **({"workers": workers} if workers is not None else {})},
         "fetch": {"per_host_concurrency": scrapers * 4, "respect_robots": False},
     })
     with tempfile.TemporaryDirectory(prefix="healerd-bench-") as state:
@@ -335,6 +355,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         done_sql = "SELECT count(*) FROM source_health WHERE success_count + failure_count > 0"
         tick = config.daemon.tick
 
+        worker_pids = daemon.workers.pids() if daemon.workers is not None else []
+        workers0 = {pid: process_cpu(pid) for pid in worker_pids}
         by_thread0 = thread_cpu()
         server0 = process_cpu(server_pid) if server_pid else 0.0
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -352,6 +374,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
             if time.time() - start > 60 + n:
                 break
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        workers_cpu = sum(process_cpu(pid) - c0 for pid, c0 in workers0.items())
+        workers_rss = [process_peak_rss_mb(pid) for pid in worker_pids]
         by_thread = thread_cpu()
         server_cpu = process_cpu(server_pid) - server0 if server_pid else 0.0
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -365,7 +389,9 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         per_thread = {k: v - by_thread0.get(k, 0.0) for k, v in by_thread.items()}
         per_thread = dict(sorted(per_thread.items(), key=lambda kv: -kv[1]))
         per_thread["threads that exited"] = cpu - sum(per_thread.values())
+        again = second_cycle(daemon, reader, n, tick, worker_pids) if cycles > 1 else None
         daemon.stop_actors(8.0)
+        daemon.stop_workers()
 
         # Check what was persisted against what each page was rendered from.
         ok = reader.execute("SELECT count(*) FROM source_health WHERE success_count > 0").fetchall()[0][0]
@@ -383,29 +409,64 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     return {
         "sources": n, "done": done, "ok": ok, "scrapes": scrapes, "errors": {e["t"]: e["n"] for e in errors},
         "records": stored, "records_matching": matched, "snapshots": snaps, "wall_s": wall, "cpu_s": cpu,
-        "sources_per_s": done / wall if wall > 0 else 0.0, "cpu_s_per_source": cpu / max(done, 1),
-        "peak_rss_mb": peak_rss_mb, "rss_before_actors_mb": rss_before, "register_s": register_s,
-        "cpu_by_thread": per_thread, "server_cpu_s": server_cpu,
+        "sources_per_s": done / wall if wall > 0 else 0.0, "cpu_s_per_source": (cpu + workers_cpu) / max(done, 1),
+        "own_cpu_s_per_source": cpu / max(done, 1), "workers": len(worker_pids), "workers_cpu_s": workers_cpu,
+        "workers_peak_rss_mb": workers_rss, "daemon_peak_rss_mb": peak_rss_mb,
+        "peak_rss_mb": peak_rss_mb + sum(workers_rss), "rss_before_actors_mb": rss_before, "register_s": register_s,
+        "cpu_by_thread": per_thread, "server_cpu_s": server_cpu, "second_cycle": again,
     }
+
+
+def second_cycle(daemon, reader, n: int, tick: float, worker_pids: list[int]) -> dict:
+    """Every source due again at once, the pages unchanged (the steady state: the snapshot is
+    not rewritten, so the workers do not compress): wall time and CPU of that cycle."""
+    from healerd.actors.messages import Tick
+    from healerd.store.db import connect
+
+    conn = connect(daemon.db_path)
+    with conn:
+        conn.execute("UPDATE sources SET next_run_at = ?", (time.time(),))
+    conn.close()
+    sql = "SELECT count(*) FROM source_health WHERE success_count + failure_count >= 2"
+    workers0 = {pid: process_cpu(pid) for pid in worker_pids}
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.time()
+    next_tick = start
+    done = 0
+    while done < n and time.time() - start < 60 + n:
+        now = time.time()
+        if now >= next_tick:
+            daemon.registry.tell("scheduler", Tick(now))
+            next_tick = now + tick
+        time.sleep(0.01)
+        done = reader.execute(sql).fetchall()[0][0]
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    finished = reader.execute("SELECT max(max(coalesce(last_success_at, 0), coalesce(last_failure_at, 0))) "
+                              "FROM source_health").fetchall()[0][0]
+    wall = max(finished, start) - start
+    own = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
+    workers_cpu = sum(process_cpu(pid) - c0 for pid, c0 in workers0.items())
+    return {"done": done, "wall_s": wall, "sources_per_s": done / wall if wall > 0 else 0.0,
+            "cpu_s_per_source": (own + workers_cpu) / max(done, 1), "own_cpu_s_per_source": own / max(done, 1)}
 
 
 def stage_costs(base: str, n: int) -> dict[str, float]:
     """CPU ms per page of each step of one scrape, run one after another on this thread with
-    the actors' own functions (no actors, so no GIL contention): where a source's time goes."""
+    the actors' own functions (no actors, so no GIL contention): where a source's time goes.
+    The worker step is what a worker process does with [daemon] workers > 0 (in-process with 0)."""
     from healerd.actors.base import fetch_config
     from healerd.actors.messages import ExtractedPage, ScrapeJob
-    from healerd.actors.scraper import run_parser_on
     from healerd.actors.validator import judge
     from healerd.blueprint import from_dict as blueprint_from_dict
-    from healerd.classify import block_strength
     from healerd.config import Config
     from healerd.fetch import Fetcher
     from healerd.ledger import Ledger
     from healerd.store import sources
     from healerd.store.db import open_db
+    from healerd.workers import PageJob, process_page
 
     config = Config()
-    steps = ("fetch", "sha256", "extract", "validate", "  of which block check", "persist")
+    steps = ("fetch", "worker: hash+parse+extract+compress", "validate", "persist (groups of 16)")
     cpu = dict.fromkeys(steps, 0.0)
     with tempfile.TemporaryDirectory(prefix="healerd-bench-") as state:
         conn = open_db(os.path.join(state, "healerd.db"))
@@ -423,21 +484,105 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
             cpu[step] += time.thread_time() - t
             return out
 
+        group = []
         for i, bp in enumerate(bps):
             url = base + page_path(i)
             res = timed("fetch", fetcher.fetch, url)
-            sha = timed("sha256", lambda: hashlib.sha256(res.body).hexdigest())
             job = ScrapeJob(name=f"s{i:05d}", url=url, host="127.0.0.1", blueprint_json=bp.to_json(), version=1,
                             etag=None, last_modified=None)
+            out = timed(steps[1], process_page, PageJob(res.body, res.encoding, job.blueprint_json), html=res.text)
             page = ExtractedPage(job=job, started_at=time.time(), finished_at=time.time(), status=res.status,
-                                 html=res.text, page_sha=sha)
-            page.extraction = timed("extract", run_parser_on, bp, res.text)
-            timed("  of which block check", block_strength, res.text, 200, None)
-            outcome = timed("validate", judge, page, [], None)
-            timed("persist", ledger.record_scrape, outcome)
+                                 html=res.text, page_sha=out.page_sha, extraction=out.extraction,
+                                 snapshot_z=out.snapshot_z)
+            group.append(timed("validate", judge, page, [], None))
+            if len(group) == 16 or i == n - 1:
+                timed(steps[3], ledger.record_scrapes, group)
+                group = []
         fetcher.close()
         conn.close()
     return {k: v / n * 1000 for k, v in cpu.items()}
+
+
+# -- the bare loop: the machine's practical limit ------------------------------------------------------
+
+def bare_child(base: str, indices: list[int], threads: int, conn) -> None:
+    """One process of the bare loop: `threads` threads, each with its own sync httpx client,
+    fetching its share of the pages and extracting the same fields with lexbor. Nothing else."""
+    import queue
+    import threading
+
+    import httpx
+    from selectolax.lexbor import LexborHTMLParser
+
+    def text(node):
+        return " ".join(node.text(deep=True, separator="").split()) if node is not None else None
+
+    def number(s, kind):
+        m = NUMBER.search(s) if s is not None else None
+        if not m:
+            return None
+        v = float(m.group(0).replace(",", ""))
+        return int(v) if kind is int else v
+
+    todo: queue.Queue = queue.Queue()
+    for i in indices:
+        todo.put(i)
+    found: dict[int, str] = {}
+
+    def work():
+        with httpx.Client(timeout=30.0) as client:
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                tree = LexborHTMLParser(client.get(base + page_path(i)).text)
+                rows = []
+                for item in tree.css("ul.results li.result"):
+                    a = item.css_first("h2.title a")
+                    rows.append({"title": text(a), "url": a.attributes.get("href") if a is not None else None,
+                                 "price": number(text(item.css_first("span.price")), float),
+                                 "reviews": number(text(item.css_first("span.reviews")), int),
+                                 "seller": text(item.css_first("span.seller-name"))})
+                found[i] = rows_digest(rows)
+
+    conn.send("ready")
+    conn.recv()   # go
+    start, cpu = time.time(), time.process_time()
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    conn.send({"start": start, "end": time.time(), "cpu": time.process_time() - cpu, "digests": found,
+               "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def run_bare(base: str, n: int, procs: int, threads: int, digests: list[str]) -> dict:
+    """The bare loop in `procs` processes x `threads` threads over the same pages, started together."""
+    ctx = multiprocessing.get_context("spawn")
+    children = []
+    for k in range(procs):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=bare_child, args=(base, list(range(k, n, procs)), threads, child), daemon=True)
+        proc.start()
+        children.append((proc, parent))
+    for _, parent in children:
+        parent.recv()   # imported and ready
+    for _, parent in children:
+        parent.send("go")
+    outs = [parent.recv() for _, parent in children]
+    for proc, _ in children:
+        proc.join(10)
+    got: dict[int, str] = {}
+    for o in outs:
+        got.update(o["digests"])
+    wall = max(o["end"] for o in outs) - min(o["start"] for o in outs)
+    cpu = sum(o["cpu"] for o in outs)
+    return {"procs": procs, "threads": threads, "pages": len(got), "wall_s": wall, "cpu_s": cpu,
+            "pages_per_s": len(got) / wall if wall > 0 else 0.0,
+            "pages_matching": sum(1 for i, d in got.items() if d == digests[i]),
+            "peak_rss_mb": sum(o["peak_rss_mb"] for o in outs)}
 
 
 # -- Scrapy (a subprocess) --------------------------------------------------------------------------
@@ -547,7 +692,12 @@ def main() -> None:
     ap.add_argument("--sources", type=int, default=1000, help="number of sources (pages), default 1000")
     ap.add_argument("--scrapers", type=int, default=8, help="size of the Scraper pool, default 8 (the daemon's)")
     ap.add_argument("--no-scrapy", action="store_true", help="skip the Scrapy comparison")
+    ap.add_argument("--no-bare", action="store_true", help="skip the bare two-process loop")
+    ap.add_argument("--cycles", type=int, default=1, choices=(1, 2),
+                    help="2: also time a second cycle over the unchanged pages (the steady state)")
     ap.add_argument("--tick", type=float, default=None, help="[daemon] tick in seconds (default: the daemon's)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="[daemon] workers: extraction processes (default: the daemon's, for this machine; 0 = in-process)")
     ap.add_argument("--stages", type=int, default=0, metavar="K",
                     help="also time each step of a scrape one after another on K pages (CPU ms per page)")
     ap.add_argument("--scrapy-concurrency", type=int, default=32, help="Scrapy CONCURRENT_REQUESTS, default 32")
@@ -567,9 +717,10 @@ def main() -> None:
           f"{max(sizes) / 1000:.0f} KB (mean {sum(sizes) / len(sizes) / 1000:.0f} KB), rendered and served by "
           f"process {server.pid} at {base} in {time.time() - t0:.1f} s")
     try:
-        hd = run_healerd(base, args.sources, args.scrapers, info["digests"], args.tick, server.pid)
+        hd = run_healerd(base, args.sources, args.scrapers, info["digests"], args.tick, server.pid, args.workers, args.cycles)
         stages = stage_costs(base, min(args.stages, args.sources)) if args.stages > 0 else None
         sc = None if args.no_scrapy else run_scrapy(base, args.sources, args.scrapy_concurrency, info["digests"])
+        bare = None if args.no_bare else run_bare(base, args.sources, 2, 4, info["digests"])
     finally:
         server.terminate()
         server.join(5)
@@ -584,19 +735,30 @@ def main() -> None:
           f"last-good snapshots {hd['snapshots']})")
     print(f"  wall time           {hd['wall_s']:>10.2f} s")
     print(f"  sources/s           {hd['sources_per_s']:>10.1f}")
-    print(f"  CPU per source      {hd['cpu_s_per_source'] * 1000:>10.2f} ms  ({hd['cpu_s']:.2f} s in total, "
-          f"{hd['cpu_s'] / hd['wall_s'] if hd['wall_s'] else 0:.2f} cores)")
-    print(f"  peak RSS            {hd['peak_rss_mb']:>10.1f} MB  (this process; {hd['rss_before_actors_mb']:.1f} MB "
+    total_cpu = hd['cpu_s'] + hd['workers_cpu_s']
+    print(f"  CPU per source      {hd['cpu_s_per_source'] * 1000:>10.2f} ms  ({total_cpu:.2f} s in total, "
+          f"{total_cpu / hd['wall_s'] if hd['wall_s'] else 0:.2f} cores; the daemon's process and its "
+          f"{hd['workers']} worker(s))")
+    print(f"  CPU per source in the daemon's own process {hd['own_cpu_s_per_source'] * 1000:.2f} ms; in its workers "
+          f"{hd['workers_cpu_s'] / max(hd['done'], 1) * 1000:.2f} ms")
+    print(f"  peak RSS            {hd['peak_rss_mb']:>10.1f} MB  (the daemon's process {hd['daemon_peak_rss_mb']:.1f} MB + "
+          f"workers {' + '.join(f'{w:.1f}' for w in hd['workers_peak_rss_mb']) or '0'} MB; "
+          f"{hd['rss_before_actors_mb']:.1f} MB "
           f"before the actors started; the page server's process is excluded)")
     print("  CPU by thread       " + ", ".join(f"{k} {v:.2f} s" for k, v in hd["cpu_by_thread"].items() if v >= 0.005))
     print(f"  (meanwhile the page server's process used {hd['server_cpu_s']:.2f} s of CPU; registering "
           f"{hd['sources']} sources, untimed, took {hd['register_s']:.2f} s)")
+    if hd["second_cycle"]:
+        c2 = hd["second_cycle"]
+        print(f"  second cycle, pages unchanged: {c2['done']} sources in {c2['wall_s']:.2f} s, "
+              f"{c2['sources_per_s']:.1f} sources/s, CPU per source {c2['cpu_s_per_source'] * 1000:.2f} ms "
+              f"(the daemon's own process {c2['own_cpu_s_per_source'] * 1000:.2f} ms)")
     if stages:
         print()
         print(f"one scrape step by step, on one thread, CPU per page (mean of {min(args.stages, args.sources)} pages):")
         for k, v in stages.items():
-            print(f"  {k:<22}{v:>8.2f} ms")
-        print(f"  {'total':<22}{sum(v for k, v in stages.items() if not k.startswith(' ')):>8.2f} ms")
+            print(f"  {k:<38}{v:>8.2f} ms")
+        print(f"  {'total':<38}{sum(v for k, v in stages.items() if not k.startswith(' ')):>8.2f} ms")
     ratio = None
     if sc is not None:
         print()
@@ -610,8 +772,24 @@ def main() -> None:
         print(f"  peak RSS            {sc['peak_rss_mb']:>10.1f} MB  (the Scrapy process)")
         if sc["pages_per_s"] > 0:
             ratio = hd["sources_per_s"] / sc["pages_per_s"]
-            print()
-            print(f"healerd / Scrapy:     {ratio:>10.2f} x  (healerd also validates and persists)")
+    bare_ratio = None
+    if bare is not None:
+        print()
+        print(f"bare loop, same pages and fields: sync httpx clients + lexbor, {bare['procs']} processes x "
+              f"{bare['threads']} threads (the machine's practical limit; no validation, no persistence):")
+        print(f"  pages               {bare['pages']:>10} / {args.sources}  (rows matching: {bare['pages_matching']})")
+        print(f"  wall time           {bare['wall_s']:>10.2f} s")
+        print(f"  pages/s             {bare['pages_per_s']:>10.1f}")
+        print(f"  CPU per page        {bare['cpu_s'] / max(bare['pages'], 1) * 1000:>10.2f} ms")
+        print(f"  peak RSS            {bare['peak_rss_mb']:>10.1f} MB  (both processes)")
+        if bare["pages_per_s"] > 0:
+            bare_ratio = hd["sources_per_s"] / bare["pages_per_s"]
+    if ratio is not None or bare_ratio is not None:
+        print()
+    if ratio is not None:
+        print(f"healerd / Scrapy:     {ratio:>10.2f} x  (healerd also validates and persists)")
+    if bare_ratio is not None:
+        print(f"healerd / bare-2proc: {bare_ratio:>10.2f} x")
     print(json.dumps({
         "sources": args.sources, "scrapers": args.scrapers, "sources_per_s": round(hd["sources_per_s"], 1),
         "cpu_s_per_source": round(hd["cpu_s_per_source"], 5), "peak_rss_mb": round(hd["peak_rss_mb"], 1),
@@ -619,6 +797,10 @@ def main() -> None:
         "scrapy_pages_per_s": round(sc["pages_per_s"], 1) if sc else None,
         "scrapy_pages_matching": sc["pages_matching"] if sc else None,
         "ratio": round(ratio, 2) if ratio else None,
+        "own_cpu_s_per_source": round(hd["own_cpu_s_per_source"], 5), "workers": hd["workers"],
+        "bare_pages_per_s": round(bare["pages_per_s"], 1) if bare else None,
+        "bare_pages_matching": bare["pages_matching"] if bare else None,
+        "bare_ratio": round(bare_ratio, 2) if bare_ratio else None,
     }))
 
 

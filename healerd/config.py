@@ -36,6 +36,7 @@ class DaemonSection:
     politeness_delay: float = 1.0         # seconds between two requests to one host (robots crawl-delay wins)
     jitter: float = 0.1                   # +-10 % on every schedule
     tick: float = 0.2                     # scheduler tick, seconds
+    workers: int | str = "auto"           # extraction worker processes; "auto": one per core (1-4), 0: in-process
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,12 @@ _SECTIONS = {"daemon": DaemonSection, "fetch": FetchSection, "doctor": DoctorSec
 
 def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
     where = f"[{section}] {key}"
+    if (section, key) == ("daemon", "workers"):
+        if value == "auto":
+            return value
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{where}: expected \"auto\" or a whole number >= 0, got {value!r}")
+        return value
     if (section, key) in _DURATIONS:
         try:
             return parse_duration(value, where)

@@ -112,6 +112,7 @@ class Daemon:
         self._reload_waiters_lock = threading.Lock()
         self._stop_requested_at: float | None = None
         self._lock_fd: int | None = None
+        self.workers = None   # healerd.workers.WorkerPool: extraction processes, or None (in-process)
 
     # -- start-up --------------------------------------------------------------------
     def secure_paths(self) -> None:
@@ -151,6 +152,7 @@ class Daemon:
         self.robots = RobotsPolicy(Fetcher(fetch_config(cfg))) if cfg.fetch.respect_robots else None
         reg = self.registry
         reg.browser = BrowserPool(cfg.browser, fetch_config(cfg))   # its worker starts on the first browser fetch
+        self._start_workers()
         self._factories = {
             "writer": lambda: StoreWriter.start(self.db_path, cfg, reg, self.waiters),
             "alerter": lambda: Alerter.start(self.log_dir, cfg, reg, self.db_path),
@@ -161,7 +163,24 @@ class Daemon:
         }
         for role, make in self._factories.items():
             reg.set(role, make())
-        reg.set_scrapers([Scraper.start(i, cfg, reg, self.robots) for i in range(cfg.daemon.scrapers)])
+        reg.set_scrapers([Scraper.start(i, cfg, reg, self.robots, self.workers) for i in range(cfg.daemon.scrapers)])
+
+    def _start_workers(self) -> None:
+        """The extraction worker processes ([daemon] workers), kept across a reload that keeps their number."""
+        from healerd.workers import WorkerPool, worker_count
+
+        want = worker_count(self.config.daemon.workers)
+        if self.workers is not None and self.workers.size == want and not self.workers.closed:
+            return
+        self.stop_workers()
+        if want > 0:
+            self.workers = WorkerPool(want, deadline=self.config.fetch.timeout * 3)
+
+    def stop_workers(self) -> None:
+        """Stop the extraction worker processes (after the Scrapers: none is waiting on them then)."""
+        pool, self.workers = self.workers, None
+        if pool is not None:
+            pool.close()
 
     def stop_actors(self, budget: float) -> list[str]:
         """Stop the actors within `budget` seconds, the writer last so every outcome already sent is kept.
@@ -210,7 +229,8 @@ class Daemon:
         for i, ref in enumerate(self.registry.scrapers()):
             if not ref.is_alive():
                 log.error("scraper %d died; starting a new one", i)
-                self.registry.replace_scraper(i, Scraper.start(i, self.config, self.registry, self.robots))
+                self.registry.replace_scraper(i, Scraper.start(i, self.config, self.registry, self.robots,
+                                                               self.workers))
 
     def actors_answer(self, timeout: float = 5.0) -> bool:
         """True when every core actor answers a Ping within `timeout`; gives up early on a stop request."""
@@ -397,6 +417,7 @@ class Daemon:
         except Exception as exc:
             log.error("could not start: %s", exc)
             self.stop_actors(2.0)
+            self.stop_workers()
             return 1
         notify("READY=1")
         notify(f"STATUS=healerd {__version__} serving {self.socket_path}")
@@ -434,6 +455,7 @@ class Daemon:
             self.server.stop(timeout=SOCKET_DRAIN_S)
         spent = time.time() - (self._stop_requested_at or time.time())
         self.stop_actors(max(1.0, SHUTDOWN_BUDGET_S - spent))
+        self.stop_workers()
         self._requeue_in_progress()
         log.info("stopped")
         return code

@@ -61,6 +61,7 @@ class ScrapeOutcome:
     dns_failure: bool = False
     request_id: str | None = None
     plan: dict | None = None      # production.Plan.to_dict(): a rollback or merge instead of healing
+    snapshot_z: bytes | None = None    # the page already compressed (then `html` may be None)
 
     def summary(self, state: str) -> dict:
         return {
@@ -269,17 +270,40 @@ class Ledger:
         return replace(o, ok=True, version=new, data=plan["data"], item_count=plan.get("item_count"),
                        validation=plan.get("validation"), error_type=None, error=None, fingerprint=None, plan=None)
 
+    def record_scrapes(self, outcomes: list[ScrapeOutcome]) -> list[Effects | Exception]:
+        """Several scrape outcomes in one transaction (group commit): one commit instead of one each.
+
+        Each outcome runs in its own savepoint (record_scrape's transaction nests), so one that
+        raises is rolled back alone and its exception takes its place in the returned list while
+        the others commit together. When the transaction itself cannot commit, this raises and
+        nothing of it is kept: the caller writes the outcomes one by one."""
+        results: list[Effects | Exception] = []
+        try:
+            with self.conn:
+                for o in outcomes:
+                    try:
+                        results.append(self.record_scrape(o))
+                    except Exception as exc:   # its savepoint rolled back; a model it moved must follow
+                        self._forget_model(o.name)
+                        results.append(exc)
+        except Exception:
+            self.resync_models()
+            raise
+        return results
+
     def _record_success(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
         name = o.name
         if not o.not_modified:
-            records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now)
-            if o.html is not None and o.version is not None:
+            data_json = records.to_json(o.data)   # serialised once, for the records row and the snapshot
+            records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now,
+                           data_json=data_json)
+            if o.version is not None and (o.html is not None or o.snapshot_z is not None or o.page_sha):
                 probation.keep_good_page(self.conn, name, o.version, o.url, o.html, o.data, sha256=o.page_sha,
-                                         now=now)
+                                         body_z=o.snapshot_z, now=now)
             good = scalar(self.conn, "SELECT sha256 FROM snapshots WHERE source_name = ? AND kind = 'last_good'", (name,))
-            if o.html is not None and (good != o.page_sha or o.page_sha is None):
+            if (o.html is not None or o.snapshot_z is not None) and (good != o.page_sha or o.page_sha is None):
                 snapshots.put(self.conn, name, snapshots.LAST_GOOD, o.url, o.html, o.status, records=o.data, now=now,
-                              sha256=o.page_sha)
+                              sha256=o.page_sha, body_z=o.snapshot_z, records_json=data_json)
         counts = sources.item_counts(src)
         if o.item_count is not None:
             counts = (counts + [o.item_count])[-ITEM_COUNT_MEMORY:]
@@ -312,9 +336,9 @@ class Ledger:
 
         name = o.name
         message = mask_text(o.error or o.error_type or "failed")[:1000]
-        if o.html is not None:
+        if o.html is not None or o.snapshot_z is not None:
             snapshots.put(self.conn, name, snapshots.CURRENT, o.url, o.html, o.status, records=o.data, now=now,
-                          sha256=o.page_sha)
+                          sha256=o.page_sha, body_z=o.snapshot_z)
         consecutive = src["consecutive_failures"] + 1
         self.conn.execute(
             "UPDATE source_health SET last_failure_at = ?, failure_count = failure_count + 1, consecutive_failures = ?, "

@@ -32,6 +32,7 @@ NULL_TOLERANCE = 0.10      # a required field may be null in at most this share 
 BAND_LOW = 0.10            # a tenth of the usual item count, or fewer, fails
 BAND_HIGH = 10.0           # more than ten times the usual fails
 SHAPE_MAJORITY = 0.8       # share of last-good values that must share a shape to judge drift
+EXPECTED_MIN_ITEMS = 5     # a clean list of at least this many records is the page, not a bot wall
 _PRECEDENCE = (errors.BLOCKED, errors.PARSE_ERROR, errors.SCHEMA_MISMATCH)
 
 _URL = re.compile(r"^(https?://|//|/|\./|\.\./)\S*$|^[\w.-]+\.(html?|php|aspx?|jsp)(\?\S*)?$", re.I)
@@ -163,6 +164,30 @@ def _dominant_shape(values: list) -> str | None:
     return best if shapes.count(best) / len(shapes) >= SHAPE_MAJORITY else None
 
 
+def last_good_sample(last_good: Any) -> list[dict] | Any:
+    """A stand-in of at most two small records for `last_good` that gives `validate` the same
+    verdicts (it only looks at each field's dominant value shape there): per field, one value
+    of its dominant shape, or two of different shapes when none dominates. What the Validator
+    keeps per source instead of the whole last good record set."""
+    if not last_good:
+        return last_good
+    recs, _ = _records(last_good)
+    names = list(dict.fromkeys(k for r in recs if isinstance(r, dict) for k in r))
+    out: list[dict] = [{}, {}]
+    for name in names:
+        values = [v for v in _field_values(last_good, name) if not _is_blank(v)]
+        if not values:
+            continue
+        shape = _dominant_shape(values)
+        if shape is not None:
+            out[0][name] = next(v for v in values if value_shape(v) == shape)
+        else:
+            first = values[0]
+            out[0][name] = first
+            out[1][name] = next(v for v in values if value_shape(v) != value_shape(first))
+    return out
+
+
 def _shape_word(shape: str) -> str:
     return {"number": "numeric", "url": "URLs", "date": "dates"}.get(shape, shape)
 
@@ -248,6 +273,15 @@ def _check_shape(p: _Problems, name: str, records: list, last_good: Any) -> None
               f"value-shape drift: {name} was {_shape_word(before)}, now {str(now[0])[:40]!r}", name)
 
 
+def gave_expected_records(p: _Problems, records: list, is_list: bool, band: tuple[int, int] | None,
+                          status: int) -> bool:
+    """True when an items page passed every other check with a plausible list of records:
+    at least EXPECTED_MIN_ITEMS (and the learned band's low end), on a 2xx status."""
+    if p.items or not is_list or not 200 <= status < 300:
+        return False
+    return len(records) >= max(EXPECTED_MIN_ITEMS, band[0] if band else 0)
+
+
 def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: list[int] | None = None,
              last_good: dict | list | None = None, html: str | None = None, status: int = 200,
              headers: dict | None = None) -> ValidationResult:
@@ -287,7 +321,11 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
                     _check_shape(p, name, records, last_good)
 
     if html is not None or status in (401, 407):
-        reason, strong = block_strength(html or "", status, headers)
+        # The page scan costs about as much as the extraction; a page that gave the records
+        # expected of it is not a challenge or a login wall, so only the status and headers
+        # are looked at there (the scan stays for pages that fail, look empty, or are single records).
+        page = "" if gave_expected_records(p, records, is_list, band, status) else (html or "")
+        reason, strong = block_strength(page, status, headers)
         if reason and (strong or p.items):
             p.items.insert(0, (errors.BLOCKED, f"Blocked: {reason}", None))
             p.critical = True

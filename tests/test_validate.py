@@ -348,3 +348,60 @@ def test_corpus_pages_validate_as_their_truth_says():
             breaks += 1
             caught += not ra.passed
     assert breaks > 50 and caught / breaks > 0.9
+
+
+# -- the block-page scan is skipped only on pages that gave the expected records ------------------
+
+MARKED = '<script>window._cf_chl_opt={cvId:"3"}</script>'   # a vendor marker left on a real page
+
+
+def test_a_clean_list_of_records_is_not_scanned_for_block_markers():
+    html = listing(GOOD_ROWS).replace("</body>", MARKED + "</body>")
+    r = run(html, recent_counts=[20, 20])
+    assert r.passed and r.item_count == 20
+
+
+def test_a_short_list_or_a_failing_page_is_still_scanned():
+    short = listing(GOOD_ROWS[:3]).replace("</body>", MARKED + "</body>")
+    assert run(short).error_type == errors.BLOCKED
+    # below the learned band's low end: not the records expected, so the scan runs
+    many = listing(GOOD_ROWS[:6]).replace("</body>", MARKED + "</body>")
+    assert run(many, recent_counts=[100, 100]).error_type == errors.BLOCKED
+    # an error status is scanned whatever was extracted
+    assert run(listing(GOOD_ROWS).replace("</body>", MARKED + "</body>"), status=403).error_type == errors.BLOCKED
+
+
+# -- the Validator's compact stand-in for the last good records ---------------------------------------
+
+def test_the_last_good_sample_gives_the_same_verdicts_as_the_records():
+    from healerd.validate import last_good_sample
+
+    columns = {
+        "numbers": [str(i * 3) for i in range(20)],
+        "urls": [f"/players/{i}" for i in range(20)],
+        "dates": [f"2024-03-{i % 28 + 1:02d}" for i in range(20)],
+        "words": ["Player"] * 20,
+        "mixed": [str(i) if i % 2 else f"/p/{i}" for i in range(20)],      # no shape reaches 80 %
+        "mostly": [str(i) for i in range(17)] + ["tba", "tba", "tba"],     # 85 % numbers
+        "blank": [None] * 20,
+    }
+    pages = {
+        "drifted to words": listing([row(i, name="Someone", score="n/a", href="about") for i in range(20)]),
+        "fine": listing(GOOD_ROWS),
+        "names drifted": listing([row(i, name="Player", href="#top") for i in range(20)]),
+    }
+    seen = set()
+    for before_name, before in columns.items():
+        for after_name, after in columns.items():
+            last_good = [{"name": a, "score": b, "profile": c, "note": None}
+                         for a, b, c in zip(before, after, columns["urls"])]
+            sample = last_good_sample(last_good)
+            assert len(sample) <= 2 and sum(len(r) for r in sample) <= 2 * len(last_good[0])
+            for html in pages.values():
+                ex = extract(html, LIST_BP)
+                full = validate(ex, LIST_BP, html=html, last_good=last_good)
+                small = validate(ex, LIST_BP, html=html, last_good=sample)
+                assert full == small, (before_name, after_name, full.errors, small.errors)
+                seen.add(full.passed)
+    assert seen == {True, False}     # the cases include drift caught and clean pages
+    assert last_good_sample(None) is None and last_good_sample([]) == []

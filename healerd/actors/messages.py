@@ -23,6 +23,7 @@ class ScrapeJob:
     etag: str | None
     last_modified: str | None
     request_id: str | None = None      # a control client waiting for the outcome
+    good_sha: str | None = None        # the last good snapshot's page hash: compress the page only when it differs
 
 
 @dataclass
@@ -43,6 +44,16 @@ class ExtractedPage:
     error: str | None = None
     retry_after: float | None = None
     dns_failure: bool = False
+    snapshot_z: bytes | None = None   # the page for its snapshot, compressed off the actors' threads (when changed)
+    shape_sample: Any = None          # validate.last_good_sample of the extraction, computed with it
+
+
+@dataclass(frozen=True)
+class ScraperFree:
+    """Scraper -> Scheduler: its job is handed on (to the Validator); it can take the next one.
+    The source and its host slot stay held until ScrapeDone."""
+    index: int
+    name: str
 
 
 @dataclass(frozen=True)

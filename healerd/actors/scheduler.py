@@ -29,7 +29,7 @@ import apsw
 import pykka
 
 from healerd.actors.base import ServiceActor
-from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, Tick
+from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, ScraperFree, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
@@ -46,6 +46,10 @@ log = logging.getLogger("healerd.scheduler")
 # Due rows fetched per Tick, per Scraper: those not dispatched at once wait in `ready`
 # and refill a Scraper the moment it is free, so the pool is not idle until the next Tick.
 READY_ROWS_PER_SCRAPER = 16
+# Scrapes dispatched and not yet committed, per Scraper at most: a Scraper is free again once
+# it has handed its page on (ScraperFree), so this bounds the pages waiting for validation
+# and the StoreWriter (and the memory they hold).
+IN_FLIGHT_PER_SCRAPER = 4
 # How long the StoreWriter may take to commit an outcome (ActorRegistry.write's timeout).
 WRITER_SLACK_S = 30.0
 
@@ -60,15 +64,17 @@ DUE_SQL = (
     "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
     "AND s.host NOT IN (SELECT value FROM json_each(?)) AND s.name NOT IN (SELECT value FROM json_each(?))), "
     "picked AS (SELECT name, next_run_at, nth FROM due ORDER BY nth, next_run_at LIMIT ?) "
-    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body FROM picked "
+    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body, sn.sha256 AS good_sha FROM picked "
     "JOIN sources s ON s.name = picked.name "
     "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
+    "LEFT JOIN snapshots sn ON sn.source_name = s.name AND sn.kind = 'last_good' "
     "ORDER BY picked.nth, picked.next_run_at"
 )
 ONE_SQL = (
-    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body "
+    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body, sn.sha256 AS good_sha "
     "FROM sources s JOIN source_health h ON h.source_name = s.name "
-    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' WHERE s.name = ?"
+    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
+    "LEFT JOIN snapshots sn ON sn.source_name = s.name AND sn.kind = 'last_good' WHERE s.name = ?"
 )
 
 
@@ -155,6 +161,8 @@ class Scheduler(ServiceActor):
                 self._tick(message.now)
             elif isinstance(message, ScrapeDone):
                 self._done(message)
+            elif isinstance(message, ScraperFree):
+                self._scraper_free(message)
             elif isinstance(message, RunNow):
                 self._run_now(message)
             elif isinstance(message, HealNow):
@@ -190,7 +198,22 @@ class Scheduler(ServiceActor):
         self._feed_doctor()
 
     def _idle_scrapers(self) -> list[int]:
-        return [i for i in range(len(self.registry.scrapers())) if self.scraper_load[i] == 0]
+        n = len(self.registry.scrapers())
+        if len(self.running) >= n * IN_FLIGHT_PER_SCRAPER:
+            return []
+        return [i for i in range(n) if self.scraper_load[i] == 0]
+
+    def _scraper_free(self, msg: ScraperFree) -> None:
+        """The Scraper handed `msg.name`'s page on: it may take the next job (the source and its
+        host slot stay held until ScrapeDone)."""
+        idx, host = self.assigned.get(msg.name, (None, None))
+        if idx != msg.index:
+            return
+        self.assigned[msg.name] = (None, host)
+        if self.scraper_load[idx] > 0:
+            self.scraper_load[idx] -= 1
+        if (self.ready or self.manual) and not self.draining:
+            self._dispatch_ready(time.time())
 
     def _dispatch_ready(self, now: float) -> None:
         """Give the waiting `healerctl run` rows, then the rows of `ready` within the host limits,
@@ -220,7 +243,8 @@ class Scheduler(ServiceActor):
         scrapers = self.registry.scrapers()
         host = r["host"]
         job = ScrapeJob(name=r["name"], url=r["url"], host=host, blueprint_json=r["body"], version=r["version"],
-                        etag=r["etag"], last_modified=r["last_modified"], request_id=request_id)
+                        etag=r["etag"], last_modified=r["last_modified"], request_id=request_id,
+                        good_sha=r.get("good_sha"))
         self.running.add(r["name"])
         self.dispatched_at[r["name"]] = now
         self.in_flight[host] += 1

@@ -17,13 +17,14 @@ from functools import lru_cache
 from healerd import errors
 from healerd.classify import not_html_reason
 from healerd.actors.base import ServiceActor, page_limits
-from healerd.actors.messages import ExtractedPage, ScrapeJob
+from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.registry import ActorRegistry
 from healerd.blueprint import Blueprint, from_json
 from healerd.config import Config
 from healerd.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 from healerd.fetch import FetchError
 from healerd.robots import RobotsPolicy
+from healerd.workers import PageJob, WorkerError, WorkerPool, process_page
 
 log = logging.getLogger("healerd.scraper")
 
@@ -56,21 +57,29 @@ class Scraper(ServiceActor):
     database = None
     fetches = True
 
-    def __init__(self, index: int, config: Config, registry: ActorRegistry, robots: RobotsPolicy | None):
+    def __init__(self, index: int, config: Config, registry: ActorRegistry, robots: RobotsPolicy | None,
+                 workers: WorkerPool | None = None):
         super().__init__(None, config, registry)
         self.index = index
         self.robots = robots
+        self.workers = workers     # extraction in worker processes; None: in this thread
 
     def handle(self, message):
         if isinstance(message, ScrapeJob):
             try:
                 page = self.scrape(message)
+            except WorkerError:   # the pool stopped under a job at shutdown: the source stays due
+                log.info("scrape of %s dropped: healerd is shutting down", message.name)
+                self.registry.tell("scheduler", ScraperFree(self.index, message.name))
+                return None
             except Exception as exc:  # the page or the parser misbehaved: report, keep running
                 log.exception("scrape of %s failed unexpectedly", message.name)
                 now = time.time()
                 page = ExtractedPage(job=message, started_at=now, finished_at=now, error_type=errors.PARSE_ERROR,
                                      error=f"internal error while scraping: {type(exc).__name__}: {exc}")
             self.registry.tell("validator", page)
+            # Free for the next job now: the outcome's validation and commit need no Scraper.
+            self.registry.tell("scheduler", ScraperFree(self.index, message.name))
         return None
 
     def scrape(self, job: ScrapeJob) -> ExtractedPage:
@@ -96,8 +105,12 @@ class Scraper(ServiceActor):
             return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
                                  error_type=errors.NOT_HTML, error=binary)
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=res.status, html=res.text,
-                             page_sha=hashlib.sha256(res.body).hexdigest(), etag=res.etag,
-                             last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
+                             etag=res.etag, last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
+        if not bp.parser:
+            self._extract(page, job, res)
+            page.finished_at = time.time()
+            return page
+        page.page_sha = hashlib.sha256(res.body).hexdigest()
         try:
             page.extraction = run_parser_on(bp, res.text, page_limits(self.config))
         except PageTooLarge as exc:
@@ -108,3 +121,31 @@ class Scraper(ServiceActor):
             page.error = f"the parser failed on this page: {getattr(exc, 'reason', None) or exc}"
         page.finished_at = time.time()
         return page
+
+    def _extract(self, page: ExtractedPage, job: ScrapeJob, res) -> None:
+        """A selector blueprint: hash, extract and compress in a worker process (or here with none)."""
+        work = PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json, good_sha=job.good_sha,
+                       limits=page_limits(self.config))
+        if self.workers is None:
+            out = process_page(work, html=res.text)
+        else:
+            try:
+                out = self.workers.run(work)
+            except WorkerError as exc:
+                if self.workers.closed:
+                    raise
+                page.page_sha = hashlib.sha256(res.body).hexdigest()
+                page.error_type = errors.PARSE_ERROR
+                page.error = f"the parser failed on this page: {exc}"
+                return
+        page.page_sha = out.page_sha
+        page.snapshot_z = out.snapshot_z
+        page.shape_sample = out.shape_sample
+        if out.too_large:
+            page.error_type = errors.TOO_LARGE
+            page.error = out.error
+        elif out.error is not None:
+            page.error_type = errors.PARSE_ERROR
+            page.error = f"the parser failed on this page: {out.error}"
+        else:
+            page.extraction = out.extraction

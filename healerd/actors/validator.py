@@ -1,8 +1,10 @@
 """Validator: judge each scraped page and hand the outcome to the StoreWriter.
 
-It keeps, per source, the item counts of recent good scrapes and the last good
-records (loaded once from SQLite, then kept current from the outcomes it sees),
-so validation costs no database read per scrape.
+It keeps, per source, the item counts of recent good scrapes and what validation
+needs of the last good records (`validate.last_good_sample`: a value of each
+field's usual shape, not the whole record set), loaded once from SQLite, then kept
+current from the outcomes it sees, so validation costs no database read per scrape
+and the cache stays small however many sources there are.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from healerd.classify import failure_fingerprint
 from healerd.config import Config
 from healerd.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
 from healerd.store.db import row
-from healerd.validate import validate
+from healerd.validate import last_good_sample, validate
 
 log = logging.getLogger("healerd.validator")
 
@@ -30,7 +32,9 @@ def judge(page: ExtractedPage, recent_counts: list[int], last_good) -> ScrapeOut
     """The pure part: an ExtractedPage and the source's history -> a ScrapeOutcome."""
     job = page.job
     base = dict(name=job.name, url=job.url, started_at=page.started_at, finished_at=page.finished_at,
-                version=job.version, status=page.status, html=page.html, page_sha=page.page_sha,
+                version=job.version, status=page.status, page_sha=page.page_sha, snapshot_z=page.snapshot_z,
+                # The page text rides on to the StoreWriter only when it still has to be compressed there.
+                html=page.html if page.snapshot_z is None else None,
                 etag=page.etag, last_modified=page.last_modified, permanent_redirect=page.permanent_redirect,
                 request_id=job.request_id)
     if page.error_type:
@@ -66,6 +70,8 @@ class Validator(ServiceActor):
                     (name,)) or {}
             counts = json.loads(r.get("item_counts") or "[]")
             last_good = json.loads(r["records"]) if r.get("records") else None
+            if last_good:
+                last_good = last_good_sample(last_good)
             h = (counts, last_good)
             self.history[name] = h
         return h
@@ -122,13 +128,15 @@ class Validator(ServiceActor):
                     outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
                 except Exception:   # no plan: the failure goes to the Doctor as it would have
                     log.exception("could not try the previous version of %s", job.name)
-            good = (outcome.data, outcome.item_count) if outcome.ok and not outcome.not_modified else None
             if outcome.plan is not None:   # the version that comes in passed on this page
-                good = (outcome.plan["data"], outcome.plan["item_count"])
-            if good is not None:
-                if good[1] is not None:
-                    counts = (counts + [good[1]])[-ITEM_COUNT_MEMORY:]
-                self.history[job.name] = (counts, good[0])
+                if outcome.plan["item_count"] is not None:
+                    counts = (counts + [outcome.plan["item_count"]])[-ITEM_COUNT_MEMORY:]
+                self.history[job.name] = (counts, last_good_sample(outcome.plan["data"]))
+            elif outcome.ok and not outcome.not_modified:
+                if outcome.item_count is not None:
+                    counts = (counts + [outcome.item_count])[-ITEM_COUNT_MEMORY:]
+                sample = page.shape_sample if page.shape_sample is not None else last_good_sample(outcome.data)
+                self.history[job.name] = (counts, sample)
         except Exception as exc:
             log.exception("validation of %s failed unexpectedly", job.name)
             outcome = ScrapeOutcome(name=job.name, url=job.url, ok=False, started_at=page.started_at,

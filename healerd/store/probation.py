@@ -13,38 +13,51 @@ from healerd.store.db import row, scalar
 from healerd.store.snapshots import SNAPSHOT_ZLIB_LEVEL
 
 
-def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str, records=None, *,
-             sha256: str | None = None, now: float | None = None) -> bool:
-    """Keep `html` as the last page `version` passed on; a page already kept is not written again.
-    Returns whether it wrote."""
+def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str | None, records=None, *,
+             sha256: str | None = None, body_z: bytes | None = None, now: float | None = None) -> bool:
+    """Keep `html` (or the same page already compressed, `body_z` with its `sha256`) as the last
+    page `version` passed on; a page already kept is not written again. Returns whether it wrote."""
     now = time.time() if now is None else now
-    raw = html.encode("utf-8", errors="replace")
-    sha = sha256 or hashlib.sha256(raw).hexdigest()
+    if html is not None:
+        raw = html.encode("utf-8", errors="replace")
+        sha = sha256 or hashlib.sha256(raw).hexdigest()
+    elif body_z is not None and sha256:
+        raw, sha = None, sha256
+    else:
+        raise ValueError("put_page needs the page, or its compressed body and hash")
     if scalar(conn, "SELECT sha256 FROM version_snapshots WHERE source_name = ? AND version = ?", (name, version)) == sha:
         return False
     with conn:
         conn.execute("INSERT OR REPLACE INTO version_snapshots (source_name, version, url, fetched_at, body, sha256, "
                      "records) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (name, version, url, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL), sha,
-                      json.dumps(records) if records is not None else None))
+                     (name, version, url, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL) if raw is not None else body_z,
+                      sha, json.dumps(records) if records is not None else None))
     return True
 
 
-def keep_good_page(conn: apsw.Connection, name: str, version: int, url: str, html: str, records=None, *,
-                   sha256: str | None = None, now: float | None = None) -> bool:
+def keep_good_page(conn: apsw.Connection, name: str, version: int, url: str, html: str | None, records=None, *,
+                   sha256: str | None = None, body_z: bytes | None = None, now: float | None = None) -> bool:
     """After a good scrape: keep the page as `version`'s, but only for a version the daemon put in
     production (only such a version is ever rolled back or merged, so only its page is ever
-    needed: a fleet on its people's blueprints writes nothing more), and only when it changed."""
+    needed: a fleet on its people's blueprints writes nothing more), and only when it changed.
+
+    The page comes as text, or compressed (`body_z`, from an extraction worker), or neither when
+    it is unchanged since the last good snapshot, whose compressed body is then copied."""
     r = row(conn, "SELECT v.promoted_by, s.sha256 FROM parser_versions v LEFT JOIN version_snapshots s "
                   "ON s.source_name = v.source_name AND s.version = v.version "
                   "WHERE v.source_name = ? AND v.version = ?", (name, version))
     if r is None or r["promoted_by"] != "daemon":
         return False
-    raw = html.encode("utf-8", errors="replace")
-    sha = sha256 or hashlib.sha256(raw).hexdigest()
-    if r["sha256"] == sha:
+    sha = sha256 or (hashlib.sha256(html.encode("utf-8", errors="replace")).hexdigest() if html is not None else None)
+    if sha is None or r["sha256"] == sha:
         return False
-    return put_page(conn, name, version, url, html, records, sha256=sha, now=now)
+    if html is None and body_z is None:
+        good = row(conn, "SELECT body FROM snapshots WHERE source_name = ? AND kind = 'last_good' AND sha256 = ?",
+                   (name, sha))
+        if good is None:
+            return False
+        body_z = good["body"]
+    return put_page(conn, name, version, url, html, records, sha256=sha, body_z=body_z, now=now)
 
 
 def get_page(conn: apsw.Connection, name: str, version: int) -> dict | None:

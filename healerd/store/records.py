@@ -11,11 +11,18 @@ from healerd.store.db import rows
 from healerd.timeutil import iso
 
 
-def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: int, now: float | None = None) -> None:
+def to_json(data) -> str:
+    """One scrape's records as stored: one compact JSON document per scrape."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: int, now: float | None = None,
+           data_json: str | None = None) -> None:
+    """One scrape's records in one row (`data_json`: `to_json(data)` when the caller has it already)."""
     now = time.time() if now is None else now
     with conn:
         conn.execute("INSERT INTO records (source_name, scraped_at, version, data) VALUES (?, ?, ?, ?)",
-                     (name, now, version, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
+                     (name, now, version, data_json if data_json is not None else to_json(data)))
         if keep > 0:
             conn.execute(
                 "DELETE FROM records WHERE source_name = ? AND id < (SELECT min(id) FROM "
