@@ -23,10 +23,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psutil
 
-from healerd.blueprint import from_dict
+from healerd.core.blueprint import from_dict
 from healerd.browser import BrowserPool
 from healerd.config import BrowserSection
-from healerd.extract import extract
+from healerd.core.extract import extract
 from healerd.fetch import FetchConfig, Fetcher
 
 BP = {"items": "table.stats tr.player",

@@ -50,7 +50,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from healerd.blueprint import Blueprint, FieldSpec
+from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.control import client, protocol
 from healerd.store import sources
 from healerd.store.db import db_path, open_db

@@ -28,9 +28,9 @@ import sys
 import time
 from typing import Any, Callable
 
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract
-from healerd.heal.builtin import heal
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
 
 
 def load_cases(root: str, needle: str | None) -> list[tuple[str, dict]]:

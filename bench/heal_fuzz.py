@@ -37,8 +37,8 @@ from selectolax.lexbor import LexborHTMLParser
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heal as bench  # noqa: E402  (bench/heal.py: loading cases, judging, the corpus number rule)
 
-from healerd.blueprint import Blueprint, FieldSpec  # noqa: E402
-from healerd.extract import extract  # noqa: E402
+from healerd.core.blueprint import Blueprint, FieldSpec  # noqa: E402
+from healerd.core.extract import extract  # noqa: E402
 
 MARK_FIELD = "data-fz-field"
 MARK_RECORD = "data-fz-record"

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
+from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import sources
 from healerd.store.db import open_db
 

@@ -301,7 +301,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     import logging
 
     from healerd.actors.messages import Ping, Tick
-    from healerd.blueprint import from_dict as blueprint_from_dict
+    from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.config import from_dict as config_from_dict
     from healerd.daemon import Daemon
     from healerd.store import sources
@@ -396,8 +396,8 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.actors.messages import ExtractedPage, ScrapeJob
     from healerd.actors.scraper import run_parser_on
     from healerd.actors.validator import judge
-    from healerd.blueprint import from_dict as blueprint_from_dict
-    from healerd.classify import block_strength
+    from healerd.core.blueprint import from_dict as blueprint_from_dict
+    from healerd.core.classify import block_strength
     from healerd.config import Config
     from healerd.fetch import Fetcher
     from healerd.ledger import Ledger

@@ -37,8 +37,8 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
-from healerd import errors
-from healerd.classify import detect_block
+from healerd.core import errors
+from healerd.core.classify import detect_block
 from healerd.config import BrowserSection
 from healerd.fetch import FetchConfig, FetchError, FetchResult, _host, _host_port, _reason, mask_url, parse_retry_after
 
@@ -93,7 +93,7 @@ def check_source(bp, section: BrowserSection) -> None:
     if getattr(bp, "fetch", "http") == "browser":
         problem = unavailable(section)
         if problem:
-            from healerd.blueprint import BlueprintError
+            from healerd.core.blueprint import BlueprintError
 
             raise BlueprintError("fetch", problem)
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from healerd import __version__
-from healerd.sanitize import Secret
-from healerd.timeutil import parse_duration
+from healerd.core.sanitize import Secret
+from healerd.core.timeutil import parse_duration
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
 LADDER_RUNGS = ("memory", "builtin", "external")

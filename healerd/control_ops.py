@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 from healerd import __version__
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
-from healerd.blueprint import BlueprintError, from_dict
+from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.browser import check_source as check_browser_source
 from healerd.control.protocol import ControlError, RawJSON
-from healerd.htmldiff import structural_diff
+from healerd.core.htmldiff import structural_diff
 from healerd.lifecycle import IllegalTransition, human_refusal
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 if TYPE_CHECKING:
     from healerd.daemon import Daemon
@@ -108,7 +108,7 @@ class ControlOps:
             out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
             out["metrics"] = fixes.metrics(self.conn, name)
             _, bp = versions.production(self.conn, name)
-            from healerd.sanitize import blueprint_secrets, mask_mapping
+            from healerd.core.sanitize import blueprint_secrets, mask_mapping
 
             out["blueprint"] = mask_mapping(bp.to_dict(), blueprint_secrets(bp))
             out["every_s"] = src["every_s"]
@@ -140,8 +140,8 @@ class ControlOps:
         return out
 
     def op_stats(self, window_s: float = 7 * 86400.0):
-        """The fleet's success metrics over the last `window_s` seconds (healerd.stats)."""
-        from healerd.stats import compute
+        """The fleet's success metrics over the last `window_s` seconds (healerd.core.stats)."""
+        from healerd.core.stats import compute
         from healerd.store.stats import window_rows
 
         if isinstance(window_s, bool) or not isinstance(window_s, (int, float)) or not window_s > 0:
@@ -162,7 +162,7 @@ class ControlOps:
     def op_diff(self, name: str):
         """The structural diff, its page text masked with the source's own secret values too
         (a page may echo the cookies and headers it was sent)."""
-        from healerd.sanitize import blueprint_secrets, mask_text
+        from healerd.core.sanitize import blueprint_secrets, mask_text
 
         check_name(name)
         src = sources.get(self.conn, name)

@@ -29,7 +29,7 @@ from healerd.actors.base import fetch_config
 from healerd.actors.scraper import Scraper
 from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
-from healerd.blueprint import BlueprintError, load_file
+from healerd.core.blueprint import BlueprintError, load_file
 from healerd.browser import check_source as check_browser_source
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config

@@ -21,7 +21,7 @@ One sync httpx client (HTTP/1.1) per Fetcher. A fetch:
 - decodes the body without ever raising: BOM, then the Content-Type charset, then a
   `<meta>` charset in the first 4 KB, else UTF-8 (labels as browsers read them).
 
-Every failure is a FetchError carrying an error class from `healerd.errors` and a
+Every failure is a FetchError carrying an error class from `healerd.core.errors` and a
 one-line message in which the URL's credentials and secret-looking query values
 are masked (`mask_url`).
 """
@@ -45,9 +45,10 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-from healerd import __version__, errors
-from healerd.classify import detect_block
-from healerd.sanitize import mask_url
+from healerd import __version__
+from healerd.core import errors
+from healerd.core.classify import detect_block
+from healerd.core.sanitize import mask_url
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
 ACCEPT_ENCODING = "gzip, deflate"   # the encodings decoded here, within max_bytes
@@ -96,7 +97,7 @@ class FetchResult:
 
 
 class FetchError(Exception):
-    """A fetch that failed; `error_type` is a healerd.errors constant."""
+    """A fetch that failed; `error_type` is a healerd.core.errors constant."""
 
     def __init__(self, error_type: str, message: str, *, url: str, status: int | None = None,
                  retry_after: float | None = None):

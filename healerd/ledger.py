@@ -20,14 +20,16 @@ from typing import Any, Callable
 
 import apsw
 
-from healerd import breakers, errors, lifecycle
-from healerd.blueprint import Blueprint
+from healerd import lifecycle
+from healerd.core import breakers
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint
 from healerd.config import Config
 from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, tasks, versions
 from healerd.store.db import row, rows, scalar
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 HALT_KEY = "systemic_halt"
 ITEM_COUNT_MEMORY = 20
@@ -207,7 +209,7 @@ class Ledger:
     def _judge_probation(self, src: dict, o: ScrapeOutcome, now: float) -> None:
         """A scrape by a version the daemon promoted counts towards its probation; a parser
         failure within it makes it (and the fix that promoted it) a production false positive."""
-        from healerd.production import probation_verdict
+        from healerd.core.production import probation_verdict
 
         if o.version is None or o.version != src["current_version"] or o.not_modified:
             return
@@ -227,8 +229,8 @@ class Ledger:
         (production moved since the Validator looked)."""
         from dataclasses import replace
 
-        from healerd.blueprint import from_json
-        from healerd.production import MERGE, ROLLBACK
+        from healerd.core.blueprint import from_json
+        from healerd.core.production import MERGE, ROLLBACK
 
         name, plan = o.name, o.plan
         if src["current_version"] != o.version or plan.get("action") not in (ROLLBACK, MERGE):
@@ -308,7 +310,7 @@ class Ledger:
         self._maybe_clear_halt(name, fx)
 
     def _record_failure(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
-        from healerd.sanitize import mask_text
+        from healerd.core.sanitize import mask_text
 
         name = o.name
         message = mask_text(o.error or o.error_type or "failed")[:1000]
@@ -453,7 +455,7 @@ class Ledger:
         """The diagnosis context and the candidate as stored in fix_history: every secret masked,
         the source's own values (cookies, secret headers, URL credentials and secret query values
         of the production blueprint and of the candidate) as literals."""
-        from healerd.sanitize import blueprint_secrets, mask_mapping, mask_text
+        from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
 
         bp = scalar(self.conn, "SELECT blueprint FROM sources WHERE name = ?", (name,))
         secrets = set(blueprint_secrets(bp) if bp else ())

@@ -34,10 +34,10 @@ from typing import Any, Callable, Iterable
 
 import apsw
 
-from healerd.blueprint import Blueprint, BlueprintError, check_selector
-from healerd.sanitize import find_secrets, mask_mapping, mask_text
+from healerd.core.blueprint import Blueprint, BlueprintError, check_selector
+from healerd.core.sanitize import find_secrets, mask_mapping, mask_text
 from healerd.store.db import row, rows, scalar
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 EVENT_TYPES = ("search", "fix_retrieved", "fix_applied", "fix_confirmed", "issue_submitted")
 # Bundle keys that are the fix itself: stored as given (masking would break them), and

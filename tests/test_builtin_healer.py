@@ -1,4 +1,4 @@
-"""Tests for the built-in selector healer (healerd.heal.builtin) on small pages of our own."""
+"""Tests for the built-in selector healer (healerd.core.heal.builtin) on small pages of our own."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd.blueprint import Blueprint, FieldSpec, check_selector
-from healerd.extract import extract
-from healerd.deploy import LOW_CONFIDENCE
-from healerd.heal.builtin import HealResult, heal
+from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
+from healerd.core.extract import extract
+from healerd.core.judge import LOW_CONFIDENCE
+from healerd.core.heal.builtin import HealResult, heal
 
 # real "site changed" cases (before/after pages and the truth; format in its README)
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "corpus")

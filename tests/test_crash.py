@@ -22,7 +22,7 @@ import sys
 import textwrap
 
 from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
+from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import sources, tasks
 from healerd.store.db import connect, open_db, rows, scalar
 

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.diagnosis import DiagnosisContext
-from healerd.extract import extract
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.extract import extract
 from healerd.heal.external import (
     CodeHealerClient, HealerConfig, build_request, encode_request, mask_url, redact_blueprint,
     sanitize_for_healer, secret_literals, tier_for, trim_page,

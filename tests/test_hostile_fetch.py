@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import FAST_CONFIG, db_rows
-from healerd import errors
+from healerd.core import errors
 from healerd.fetch import FetchConfig, FetchError, Fetcher, same_origin
 from httpfixture import LocalServer, page, send
 from sitepages import LISTING_BP, listing_v1, write_blueprint

@@ -11,9 +11,9 @@ import pytest
 
 import healerd.fetch
 import healerd.heal.external
-from healerd import sanitize
+from healerd.core import sanitize
 from healerd.config import Config, HealerSection
-from healerd.sanitize import MASK, Secret, mask_text, mask_url, secret_values, source_secrets
+from healerd.core.sanitize import MASK, Secret, mask_text, mask_url, secret_values, source_secrets
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import random
 
-from healerd.htmldiff import (NO_ORIGINAL, diff_signature, structural_diff, structure_lines,
+from healerd.core.htmldiff import (NO_ORIGINAL, diff_signature, structural_diff, structure_lines,
                               template_signature)
 
 

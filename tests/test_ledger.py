@@ -10,8 +10,8 @@ import random
 import apsw
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
 from healerd.config import Config
 from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 from healerd.ledger import HALT_KEY, ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome

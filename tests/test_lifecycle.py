@@ -15,7 +15,7 @@ import apsw
 import pytest
 
 from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
+from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 from healerd.store import sources
 from healerd.store.db import connect, open_db, row, rows, scalar

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import BlueprintError, from_dict, from_json
-from healerd.extract import extract
-from healerd.production import (FALSE_POSITIVE, HEAL, MERGE, PASSED, ROLLBACK, ProofPage, merge, merge_and_prove,
+from healerd.core import errors
+from healerd.core.blueprint import BlueprintError, from_dict, from_json
+from healerd.core.extract import extract
+from healerd.core.production import (FALSE_POSITIVE, HEAL, MERGE, PASSED, ROLLBACK, ProofPage, merge, merge_and_prove,
                                 plan_before_heal, probation_verdict, prove, trial)
 from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2
 

@@ -37,7 +37,7 @@ from typing import Callable
 import click
 
 from conftest import FAST_CONFIG, Site, bin_cmd
-from healerd.blueprint import load_file
+from healerd.core.blueprint import load_file
 from healerd.config import load as load_config
 from healerd.control.client import call
 

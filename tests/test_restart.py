@@ -19,7 +19,7 @@ from healerd.store.db import open_db, rows
 WRITER = textwrap.dedent("""
     import json, os, sys
     from healerd import lifecycle
-    from healerd.blueprint import Blueprint, FieldSpec
+    from healerd.core.blueprint import Blueprint, FieldSpec
     from healerd.store import db, sources, tasks
 
     conn = db.open_db(sys.argv[1])

@@ -27,7 +27,7 @@ from healerd.actors.messages import ScrapeDone, Tick
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import Scheduler, select_due, stale_after
 from healerd.actors.scraper import Scraper
-from healerd.blueprint import from_dict as blueprint_from_dict
+from healerd.core.blueprint import from_dict as blueprint_from_dict
 from healerd.config import from_dict as config_from_dict
 from healerd.store import sources
 from healerd.store.db import open_db

@@ -14,11 +14,11 @@ import hashlib
 import apsw
 import pytest
 
-from healerd import errors
+from healerd.core import errors
 from healerd.actors.messages import WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.store_writer import StoreWriter
-from healerd.blueprint import from_dict
+from healerd.core.blueprint import from_dict
 from healerd.config import Config
 from healerd.ledger import ScrapeOutcome
 from healerd.memory import make_selector_bundle

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.extract import Extraction, extract
-from healerd.validate import ValidationResult, item_band, validate, value_shape
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import Extraction, extract
+from healerd.core.validate import ValidationResult, item_band, validate, value_shape
 
 LIST_BP = from_dict({
     "items": "tr.player",

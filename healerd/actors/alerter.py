@@ -25,10 +25,10 @@ import pykka
 from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
-from healerd.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
 from healerd.store import alerts as alerts_store
 from healerd.store.db import connect, open_db
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 log = logging.getLogger("healerd.alerter")
 

@@ -8,7 +8,7 @@ import pykka
 from healerd.actors.messages import Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
-from healerd.extract import PageLimits
+from healerd.core.extract import PageLimits
 from healerd.fetch import FetchConfig, Fetcher
 from healerd.store.db import connect, open_db
 

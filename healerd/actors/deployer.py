@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
-from healerd.blueprint import Blueprint, from_json
-from healerd.deploy import PROMOTE, REJECT, STAGE, judge
+from healerd.core.blueprint import Blueprint, from_json
+from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
 from healerd.fetch import FetchError
 from healerd.store import snapshots, versions
 from healerd.store.db import row
@@ -147,7 +147,7 @@ class Deployer(ServiceActor):
         """The candidate reads the page it was made for but not the live page, which production
         reads: the site serves two layouts at once. One parser with both selectors per field,
         proved on both pages and judged on the live page, replaces the candidate. None: no merge."""
-        from healerd.production import ProofPage, merge_and_prove, trial
+        from healerd.core.production import ProofPage, merge_and_prove, trial
 
         live = trial(0, production, page.text, extraction=prod_ex, recent_counts=counts,
                      last_good=good["records"] if good else None, status=page.status)

@@ -17,27 +17,28 @@ import time
 import traceback
 
 
-from healerd import breakers, errors
+from healerd.core import breakers
+from healerd.core import errors
 from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
-from healerd.extract import PageTooLarge
-from healerd.blueprint import Blueprint
+from healerd.core.extract import PageTooLarge
+from healerd.core.blueprint import Blueprint
 from healerd.config import Config
-from healerd.diagnosis import DiagnosisContext
+from healerd.core.diagnosis import DiagnosisContext
 from healerd.fetch import FetchError
-from healerd.healing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
+from healerd.core.routing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
                              relocation_candidates, resembles_last_good, route)
-from healerd.htmldiff import diff_signature, structural_diff, template_signature
+from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
 from healerd.ledger import HALT_KEY
-from healerd.sanitize import mask_text
+from healerd.core.sanitize import mask_text
 from healerd.store import fixes, snapshots, sources, versions
 from healerd.store.db import row, scalar
-from healerd.timeutil import iso
-from healerd.validate import validate
+from healerd.core.timeutil import iso
+from healerd.core.validate import validate
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.doctor")
@@ -420,7 +421,7 @@ class Doctor(ServiceActor):
         return None
 
     def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
-        from healerd.heal.builtin import heal
+        from healerd.core.heal.builtin import heal
 
         if ctx.blueprint.parser:
             tried.append("builtin: the source has a code parser; the built-in healer repairs selectors only")
@@ -530,7 +531,7 @@ class Doctor(ServiceActor):
     def _remember(self, ctx: DiagnosisContext, got: dict, *, host, diff_sig, tmpl, broken) -> None:
         """Store a promoted fix in the fix memory: the new code parser when the fix brought one
         (a healer's parser.py), else the selector mapping from the old blueprint to the new."""
-        from healerd.blueprint import from_json
+        from healerd.core.blueprint import from_json
         from healerd.heal.external import secret_literals
         from healerd.memory import make_parser_bundle, make_selector_bundle
 

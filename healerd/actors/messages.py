@@ -38,7 +38,7 @@ class ExtractedPage:
     etag: str | None = None
     last_modified: str | None = None
     permanent_redirect: str | None = None
-    extraction: Any = None            # healerd.extract.Extraction, or None when fetching/parsing failed
+    extraction: Any = None            # healerd.core.extract.Extraction, or None when fetching/parsing failed
     error_type: str | None = None     # set when fetching or parsing failed before validation
     error: str | None = None
     retry_after: float | None = None

@@ -14,14 +14,14 @@ import time
 from functools import lru_cache
 
 
-from healerd import errors
-from healerd.classify import not_html_reason
+from healerd.core import errors
+from healerd.core.classify import not_html_reason
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob
 from healerd.actors.registry import ActorRegistry
-from healerd.blueprint import Blueprint, from_json
+from healerd.core.blueprint import Blueprint, from_json
 from healerd.config import Config
-from healerd.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
+from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 from healerd.fetch import FetchError
 from healerd.robots import RobotsPolicy
 

@@ -12,16 +12,16 @@ import logging
 import time
 
 
-from healerd import errors
+from healerd.core import errors
 from healerd.actors.base import ServiceActor
 from healerd.actors.messages import ExtractedPage, ScrapeDone
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scraper import cached_blueprint
-from healerd.classify import failure_fingerprint
+from healerd.core.classify import failure_fingerprint
 from healerd.config import Config
 from healerd.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
 from healerd.store.db import row
-from healerd.validate import validate
+from healerd.core.validate import validate
 
 log = logging.getLogger("healerd.validator")
 
@@ -73,7 +73,7 @@ class Validator(ServiceActor):
     def _plan_before_heal(self, page: ExtractedPage, outcome: ScrapeOutcome, counts, last_good) -> dict | None:
         """The production version failed on this page: try the previous one (and a merge of the
         two) before the source goes to the Doctor. The plan, or None for ordinary healing."""
-        from healerd.production import HEAL, ProofPage, plan_before_heal, trial
+        from healerd.core.production import HEAL, ProofPage, plan_before_heal, trial
         from healerd.store import probation, versions
 
         job = page.job

@@ -40,7 +40,7 @@ Ops (args -> result):
   resume_healing {} -> {"systemic_halt": false}
   memory_list {} -> list of issue summaries; memory_show {"id"} -> one issue;
   memory_forget {"id"} -> {"forgotten": id}; memory_stats {} -> the memory's usage statistics
-  stats {"window_s"?} -> the fleet's success metrics (healerd.stats.compute)
+  stats {"window_s"?} -> the fleet's success metrics (healerd.core.stats.compute)
   diff also carries "fix_at" when the source is not failing and the diff is its last fix attempt's
 """
 

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from healerd.blueprint import Blueprint, BlueprintError, from_dict
-from healerd.diagnosis import DiagnosisContext
+from healerd.core.blueprint import Blueprint, BlueprintError, from_dict
+from healerd.core.diagnosis import DiagnosisContext
 from healerd.heal.sandbox import ParserRejected, check_parser_source
-from healerd.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
+from healerd.core.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")

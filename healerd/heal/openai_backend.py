@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from healerd.diagnosis import DiagnosisContext
+from healerd.core.diagnosis import DiagnosisContext
 from healerd.heal.external import Answer, CodeHealerClient, HealerConfig, _ClientBase, candidate_from_files
 from healerd.heal.prompt import build_messages
 

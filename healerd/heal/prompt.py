@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 
-from healerd.diagnosis import DiagnosisContext
+from healerd.core.diagnosis import DiagnosisContext
 from healerd.heal.external import (
     HealerConfig, redact_blueprint, sanitize_for_healer, secret_literals, tier_for, trim_page,
 )
 from healerd.heal.sandbox import ALLOWED_IMPORTS
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 DIFF_CHARS = 2000
 PAGE_CHARS = {"minimal": 8000, "context": 20000, "deep": 40000}

@@ -7,7 +7,7 @@ import json
 import apsw
 
 from healerd.store.db import rows
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 
 def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:

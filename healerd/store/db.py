@@ -73,7 +73,7 @@ def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
 
 
 def _mask_url(url):
-    from healerd.sanitize import mask_url
+    from healerd.core.sanitize import mask_url
 
     return url if url is None else mask_url(url)
 

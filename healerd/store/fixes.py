@@ -9,7 +9,7 @@ import time
 import apsw
 
 from healerd.store.db import row, rows, scalar
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
 FAILED_OUTCOMES = ("rejected", "error")

@@ -8,7 +8,7 @@ import time
 import apsw
 
 from healerd.store.db import rows
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 
 def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: int, now: float | None = None) -> None:

@@ -8,11 +8,11 @@ from urllib.parse import urlsplit
 
 import apsw
 
-from healerd.blueprint import Blueprint
+from healerd.core.blueprint import Blueprint
 from healerd.lifecycle import ACTIVE
 from healerd.store.db import row, rows
 from healerd.store.fixes import COUNTED_OUTCOMES
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 
 class SourceNotFound(KeyError):

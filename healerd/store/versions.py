@@ -7,9 +7,9 @@ import time
 
 import apsw
 
-from healerd.blueprint import Blueprint, from_json
+from healerd.core.blueprint import Blueprint, from_json
 from healerd.store.db import row, rows, scalar
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 
 class VersionNotFound(KeyError):

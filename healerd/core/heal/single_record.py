@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract
-from healerd.heal.fingerprint import (
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
@@ -21,8 +21,8 @@ from healerd.heal.fingerprint import (
     similarity,
     text_shape,
 )
-from healerd.heal.selectors import relaxed_first, single_selector
-from healerd.heal.evidence import (
+from healerd.core.heal.selectors import relaxed_first, single_selector
+from healerd.core.heal.evidence import (
     MARGIN,
     MIN_SIM_EXACT,
     MIN_SIM_UNIQUE,

@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd import errors
+from healerd.core import errors
 
 SELECTORS = "selectors"
 RELOCATE = "relocate"

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd.timeutil import parse_duration
+from healerd.core.timeutil import parse_duration
 
 FIELD_TYPES = ("str", "int", "float")
 DEFAULT_EVERY = 900.0

@@ -1,15 +1,15 @@
 """What the built-in healer's two algorithms share: thresholds, the result, small judgements.
 
 The thresholds are explicit so they can be reasoned about and tuned in one place;
-`HealResult` is what `healerd.heal.builtin.heal` returns.
+`HealResult` is what `healerd.core.heal.builtin.heal` returns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from healerd.blueprint import Blueprint
-from healerd.heal.fingerprint import Page, text_shape
+from healerd.core.blueprint import Blueprint
+from healerd.core.heal.fingerprint import Page, text_shape
 
 
 # thresholds (explicit so they can be reasoned about and tuned in one place)

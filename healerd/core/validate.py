@@ -23,10 +23,10 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from healerd import errors
-from healerd.blueprint import Blueprint
-from healerd.classify import block_strength
-from healerd.extract import Extraction, first_number
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint
+from healerd.core.classify import block_strength
+from healerd.core.extract import Extraction, first_number
 
 NULL_TOLERANCE = 0.10      # a required field may be null in at most this share of items
 BAND_LOW = 0.10            # a tenth of the usual item count, or fewer, fails

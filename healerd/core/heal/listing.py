@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract, first_number
-from healerd.heal.fingerprint import (
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract, first_number
+from healerd.core.heal.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
@@ -23,7 +23,7 @@ from healerd.heal.fingerprint import (
     similarity,
     words,
 )
-from healerd.heal.selectors import (
+from healerd.core.heal.selectors import (
     Selector,
     first_in,
     items_selector,
@@ -32,7 +32,7 @@ from healerd.heal.selectors import (
     lexbor_first_in,
     relative_selectors,
 )
-from healerd.heal.evidence import (
+from healerd.core.heal.evidence import (
     MARGIN,
     MIN_SIM_EXACT,
     MIN_SIM_WEAK,

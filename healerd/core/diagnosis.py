@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from healerd.blueprint import Blueprint
+from healerd.core.blueprint import Blueprint
 
 
 @dataclass
@@ -14,14 +14,14 @@ class DiagnosisContext:
     url: str
     blueprint: Blueprint               # the production blueprint (selectors or code parser)
     version: int | None                # its parser version
-    error_type: str                    # healerd.errors.*
+    error_type: str                    # healerd.core.errors.*
     error_message: str
     error_traceback: str = ""
     failure_count: int = 0
     last_success_at: float | None = None
     original_html: str | None = None   # the last good page
     current_html: str = ""             # the page that failed
-    html_diff: str = ""                # healerd.htmldiff.structural_diff(original, current)
+    html_diff: str = ""                # healerd.core.htmldiff.structural_diff(original, current)
     expected_schema: dict[str, str] = field(default_factory=dict)   # field -> type
     actual_output: Any = None          # what the production parser gave on current_html
     last_good_records: Any = None      # what it gave on original_html

@@ -26,7 +26,7 @@ from collections import Counter
 
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd.extract import PageTooLarge, check_page
+from healerd.core.extract import PageTooLarge, check_page
 
 PATH_DEPTH = 8              # levels of the path shown per line
 TEMPLATE_DEPTH = 4          # levels of the skeleton hashed by template_signature

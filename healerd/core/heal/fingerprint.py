@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd.extract import parse_html
+from healerd.core.extract import parse_html
 
 MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
 LABEL_MAX = 60                   # a label is short text

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from healerd import errors
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import Extraction
-from healerd.validate import validate
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import Extraction
+from healerd.core.validate import validate
 
 PASSED = "passed"
 FALSE_POSITIVE = "false_positive"
@@ -88,7 +88,7 @@ class ProofPage:
 def prove(bp: Blueprint, pages: list[ProofPage], *, recent_counts: list[int] | None = None) -> list[str]:
     """The problems of `bp` on the proof pages: it must pass validation on each and extract
     exactly what the version that passed there extracted. An empty list is a proof."""
-    from healerd.extract import extract
+    from healerd.core.extract import extract
 
     problems: list[str] = []
     for p in pages:

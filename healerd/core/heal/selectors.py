@@ -14,8 +14,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 
-from healerd.blueprint import BlueprintError, check_selector
-from healerd.heal.fingerprint import Page
+from healerd.core.blueprint import BlueprintError, check_selector
+from healerd.core.heal.fingerprint import Page
 
 _IDENT = re.compile(r"^-?[_a-zA-Z][_a-zA-Z0-9-]*$")
 _SAFE_VALUE = re.compile(r"^[\w .:/#@+-]{1,40}$")

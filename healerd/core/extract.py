@@ -25,8 +25,8 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd import errors
-from healerd.blueprint import Blueprint, FieldSpec
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint, FieldSpec
 
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
 MAX_ELEMENTS = 250_000

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from healerd.blueprint import Blueprint
-from healerd.extract import extract
-from healerd.heal.fingerprint import Page
-from healerd.heal.evidence import (
+from healerd.core.blueprint import Blueprint
+from healerd.core.extract import extract
+from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.evidence import (
     HealResult,
 )
-from healerd.heal.single_record import (
+from healerd.core.heal.single_record import (
     _heal_single,
 )
-from healerd.heal.listing import (
+from healerd.core.heal.listing import (
     _heal_items,
 )
 

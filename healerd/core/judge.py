@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from healerd.blueprint import Blueprint
-from healerd.extract import Extraction
-from healerd.validate import ValidationResult, validate
+from healerd.core.blueprint import Blueprint
+from healerd.core.extract import Extraction
+from healerd.core.validate import ValidationResult, validate
 
 LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
 
