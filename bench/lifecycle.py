@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from healerd import lifecycle
+from healerd.store import lifecycle
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import sources
 from healerd.store.db import open_db

@@ -400,7 +400,7 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.core.classify import block_strength
     from healerd.config import Config
     from healerd.fetch import Fetcher
-    from healerd.ledger import Ledger
+    from healerd.store.ledger import Ledger
     from healerd.store import sources
     from healerd.store.db import open_db
 

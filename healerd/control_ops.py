@@ -20,7 +20,7 @@ from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.browser import check_source as check_browser_source
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.core.htmldiff import structural_diff
-from healerd.lifecycle import IllegalTransition, human_refusal
+from healerd.store.lifecycle import IllegalTransition, human_refusal
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
@@ -303,17 +303,17 @@ class ControlOps:
 
     # -- the fix memory ----------------------------------------------------------------------
     def op_memory_list(self):
-        from healerd.memory import FixMemory
+        from healerd.store.memory import FixMemory
 
         return FixMemory(self.conn).list_issues()
 
     def op_memory_show(self, id: str):
-        from healerd.memory import FixMemory
+        from healerd.store.memory import FixMemory
 
         return FixMemory(self.conn).show(id)
 
     def op_memory_stats(self):
-        from healerd.memory import FixMemory
+        from healerd.store.memory import FixMemory
 
         return FixMemory(self.conn).global_stats()
 

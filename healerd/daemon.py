@@ -35,7 +35,7 @@ from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.protocol import ControlError
 from healerd.control_ops import ControlOps
-from healerd.ledger import Ledger
+from healerd.store.ledger import Ledger
 from healerd.sdnotify import notify, watchdog_interval
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows

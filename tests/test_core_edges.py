@@ -15,8 +15,8 @@ from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.config import Config
 from healerd.core.extract import Extraction, extract
-from healerd.ledger import Ledger
-from healerd.lifecycle import QUARANTINED
+from healerd.store.ledger import Ledger
+from healerd.store.lifecycle import QUARANTINED
 from healerd.store.db import open_db, scalar
 from healerd.core.validate import item_band, validate
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
-from healerd.lifecycle import ACTIVE, DEGRADED
+from healerd.store.lifecycle import ACTIVE, DEGRADED
 from healerd.core.production import ROLLBACK
 from healerd.store import probation, versions
 from healerd.store.db import rows, scalar

@@ -14,9 +14,9 @@ import threading
 import apsw
 import pytest
 
-from healerd import lifecycle
+from healerd.store import lifecycle
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
+from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 from healerd.store import sources
 from healerd.store.db import connect, open_db, row, rows, scalar
 
@@ -330,7 +330,7 @@ def test_threads_firing_on_their_own_sources_do_not_mix_up(tmp_path, conn, made)
 
 
 def test_a_refused_command_is_said_in_words():
-    from healerd.lifecycle import human_refusal
+    from healerd.store.lifecycle import human_refusal
 
     msg = human_refusal("products", "unquarantine", "ACTIVE")
     assert msg == "products: it is healthy (ACTIVE), nothing to do; only a QUARANTINED or DEAD source can be unquarantined"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from healerd.core.blueprint import from_dict
-from healerd.memory import (FixMemory, MemoryError_, MemoryMatch, apply_bundle, confidence, issue_fingerprint,
+from healerd.store.memory import (FixMemory, MemoryError_, MemoryMatch, apply_bundle, confidence, issue_fingerprint,
                             make_parser_bundle, make_selector_bundle)
 from healerd.store.db import open_db, rows, scalar
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from healerd import lifecycle
+from healerd.store import lifecycle
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import sources
 from healerd.store.db import open_db

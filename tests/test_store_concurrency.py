@@ -20,8 +20,8 @@ from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.store_writer import StoreWriter
 from healerd.core.blueprint import from_dict
 from healerd.config import Config
-from healerd.ledger import ScrapeOutcome
-from healerd.memory import make_selector_bundle
+from healerd.store.ledger import ScrapeOutcome
+from healerd.store.memory import make_selector_bundle
 from healerd.store.db import connect, open_db, row, rows, scalar
 from healerd.waiters import Waiters
 

@@ -33,7 +33,7 @@ from healerd.fetch import FetchError
 from healerd.core.routing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
                              relocation_candidates, resembles_last_good, route)
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
-from healerd.ledger import HALT_KEY
+from healerd.store.ledger import HALT_KEY
 from healerd.core.sanitize import mask_text
 from healerd.store import fixes, snapshots, sources, versions
 from healerd.store.db import row, scalar
@@ -373,7 +373,7 @@ class Doctor(ServiceActor):
         return last
 
     def _memory_rung(self, ctx, tried, *, host, diff_sig, tmpl, broken) -> dict | None:
-        from healerd.memory import apply_bundle
+        from healerd.store.memory import apply_bundle
 
         name = ctx.source_name
         try:
@@ -533,7 +533,7 @@ class Doctor(ServiceActor):
         (a healer's parser.py), else the selector mapping from the old blueprint to the new."""
         from healerd.core.blueprint import from_json
         from healerd.heal.external import secret_literals
-        from healerd.memory import make_parser_bundle, make_selector_bundle
+        from healerd.store.memory import make_parser_bundle, make_selector_bundle
 
         try:
             new = from_json(got["patch"])

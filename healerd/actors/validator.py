@@ -19,7 +19,7 @@ from healerd.actors.registry import ActorRegistry
 from healerd.actors.scraper import cached_blueprint
 from healerd.core.classify import failure_fingerprint
 from healerd.config import Config
-from healerd.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
+from healerd.store.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
 from healerd.store.db import row
 from healerd.core.validate import validate
 

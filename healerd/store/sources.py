@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import apsw
 
 from healerd.core.blueprint import Blueprint
-from healerd.lifecycle import ACTIVE
+from healerd.store.lifecycle import ACTIVE
 from healerd.store.db import row, rows
 from healerd.store.fixes import COUNTED_OUTCOMES
 from healerd.core.timeutil import iso

@@ -20,12 +20,12 @@ from typing import Any, Callable
 
 import apsw
 
-from healerd import lifecycle
+from healerd.store import lifecycle
 from healerd.core import breakers
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint
 from healerd.config import Config
-from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
+from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, tasks, versions
 from healerd.store.db import row, rows, scalar
@@ -660,7 +660,7 @@ class Ledger:
                               (name, cycle, backend, started_at, duration_ms, http_status, outcome, reason[:1000]))
 
     def memory(self, method: str, **kwargs):
-        from healerd.memory import FixMemory
+        from healerd.store.memory import FixMemory
 
         return getattr(FixMemory(self.conn, clock=self.clock), method)(**kwargs)
 
