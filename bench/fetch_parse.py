@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
-from healerd.fetch import FetchConfig, Fetcher
+from healerd.adapters.fetch import FetchConfig, Fetcher
 from healerd.core.validate import validate
 
 

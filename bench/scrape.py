@@ -399,7 +399,7 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.core.classify import block_strength
     from healerd.config import Config
-    from healerd.fetch import Fetcher
+    from healerd.adapters.fetch import Fetcher
     from healerd.store.ledger import Ledger
     from healerd.store import sources
     from healerd.store.db import open_db

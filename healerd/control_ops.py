@@ -17,7 +17,7 @@ from healerd import __version__
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.core.blueprint import BlueprintError, from_dict
-from healerd.browser import check_source as check_browser_source
+from healerd.adapters.browser import check_source as check_browser_source
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.core.htmldiff import structural_diff
 from healerd.store.lifecycle import IllegalTransition, human_refusal

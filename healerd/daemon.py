@@ -30,13 +30,13 @@ from healerd.actors.scraper import Scraper
 from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
 from healerd.core.blueprint import BlueprintError, load_file
-from healerd.browser import check_source as check_browser_source
+from healerd.adapters.browser import check_source as check_browser_source
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.protocol import ControlError
 from healerd.control_ops import ControlOps
 from healerd.store.ledger import Ledger
-from healerd.sdnotify import notify, watchdog_interval
+from healerd.adapters.sdnotify import notify, watchdog_interval
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
 from healerd.store.db import db_path as make_db_path
@@ -143,9 +143,9 @@ class Daemon:
         return recovered
 
     def start_actors(self) -> None:
-        from healerd.browser import BrowserPool
-        from healerd.fetch import Fetcher
-        from healerd.robots import RobotsPolicy
+        from healerd.adapters.browser import BrowserPool
+        from healerd.adapters.fetch import Fetcher
+        from healerd.adapters.robots import RobotsPolicy
 
         cfg = self.config
         self.robots = RobotsPolicy(Fetcher(fetch_config(cfg))) if cfg.fetch.respect_robots else None
@@ -375,7 +375,7 @@ class Daemon:
 
     def _run(self) -> int:
         from healerd.control.server import ControlServer
-        from healerd.heal.sandbox import log_confinement
+        from healerd.adapters.sandbox import log_confinement
 
         try:
             self.check_storage()

@@ -35,7 +35,7 @@ def server():
 @pytest.fixture
 def fetcher():
     """The daemon's Fetcher with short timeouts."""
-    from healerd.fetch import FetchConfig, Fetcher
+    from healerd.adapters.fetch import FetchConfig, Fetcher
 
     f = Fetcher(FetchConfig(timeout=2.0, connect_timeout=2.0))
     yield f

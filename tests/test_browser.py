@@ -18,10 +18,10 @@ import pytest
 from conftest import FAST_CONFIG
 from healerd.core import errors
 from healerd.core.blueprint import BlueprintError, from_dict
-from healerd.browser import BrowserPool, error_for, find_executable, unavailable
+from healerd.adapters.browser import BrowserPool, error_for, find_executable, unavailable
 from healerd.config import BrowserSection, ConfigError, from_dict as config_from_dict
 from healerd.core.extract import extract
-from healerd.fetch import FetchConfig, FetchError, Fetcher
+from healerd.adapters.fetch import FetchConfig, FetchError, Fetcher
 from sitepages import LISTING_BP, ROWS, write_blueprint
 
 V1 = {"table": "stats", "row": "player", "name": "name", "score": "score"}

@@ -13,7 +13,7 @@ from healerd import __version__
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
-from healerd.fetch import FetchConfig, FetchError, Fetcher, decode_body, mask_url, parse_retry_after
+from healerd.adapters.fetch import FetchConfig, FetchError, Fetcher, decode_body, mask_url, parse_retry_after
 from healerd.core.validate import validate
 from httpfixture import LocalServer, Streamer, page, send, sequence
 

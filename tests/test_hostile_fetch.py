@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FAST_CONFIG, db_rows
 from healerd.core import errors
-from healerd.fetch import FetchConfig, FetchError, Fetcher, same_origin
+from healerd.adapters.fetch import FetchConfig, FetchError, Fetcher, same_origin
 from httpfixture import LocalServer, page, send
 from sitepages import LISTING_BP, listing_v1, write_blueprint
 
@@ -131,7 +131,7 @@ def gzip_bomb() -> bytes:
 
 BOMB_CHILD = textwrap.dedent("""
     import json, resource, sys
-    from healerd.fetch import FetchConfig, FetchError, Fetcher
+    from healerd.adapters.fetch import FetchConfig, FetchError, Fetcher
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     f = Fetcher(FetchConfig(timeout=20, max_bytes=10_000_000))
     try:

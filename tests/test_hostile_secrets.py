@@ -9,8 +9,8 @@ import json
 import apsw
 import pytest
 
-import healerd.fetch
-import healerd.heal.external
+import healerd.adapters.fetch
+import healerd.adapters.external
 from healerd.core import sanitize
 from healerd.config import Config, HealerSection
 from healerd.core.sanitize import MASK, Secret, mask_text, mask_url, secret_values, source_secrets
@@ -37,8 +37,8 @@ def test_secret_values_take_url_credentials_and_secret_query_values():
 
 
 def test_one_mask_url():
-    assert healerd.fetch.mask_url is sanitize.mask_url
-    assert healerd.heal.external.mask_url is sanitize.mask_url
+    assert healerd.adapters.fetch.mask_url is sanitize.mask_url
+    assert healerd.adapters.external.mask_url is sanitize.mask_url
     # The one rule: secret-named parameters by word (code, sig, token) masked, author kept.
     assert mask_url("http://h/cb?code=abc&author=ann&monkey=1&sig=zz") == \
         "http://h/cb?code=***&author=ann&monkey=1&sig=***"

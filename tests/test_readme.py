@@ -514,7 +514,7 @@ def _check_pip_install_browser(run: Run, cmd: Command) -> None:
 
 
 def _check_apt_chromium(run: Run, cmd: Command) -> None:
-    from healerd.browser import find_executable
+    from healerd.adapters.browser import find_executable
 
     assert cmd.argv[-1] == "chromium"
     assert find_executable("") is not None   # what the daemon looks for on PATH is installed here

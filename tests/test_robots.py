@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from healerd.fetch import FetchConfig
-from healerd.robots import RobotsPolicy, robots_url
+from healerd.adapters.fetch import FetchConfig
+from healerd.adapters.robots import RobotsPolicy, robots_url
 from httpfixture import LocalServer, page, sequence
 
 UA = FetchConfig().user_agent

@@ -16,7 +16,7 @@ from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
-from healerd.fetch import FetchError
+from healerd.adapters.fetch import FetchError
 from healerd.store import snapshots, versions
 from healerd.store.db import row
 

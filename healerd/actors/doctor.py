@@ -29,7 +29,7 @@ from healerd.core.extract import PageTooLarge
 from healerd.core.blueprint import Blueprint
 from healerd.config import Config
 from healerd.core.diagnosis import DiagnosisContext
-from healerd.fetch import FetchError
+from healerd.adapters.fetch import FetchError
 from healerd.core.routing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
                              relocation_candidates, resembles_last_good, route)
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
@@ -451,8 +451,8 @@ class Doctor(ServiceActor):
 
     def _external_rung(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
 
-        from healerd.heal.external import HealerConfig
-        from healerd.heal.openai_backend import make_client
+        from healerd.adapters.external import HealerConfig
+        from healerd.adapters.openai_backend import make_client
 
         hc = self.config.healer
         if not hc.url:
@@ -532,7 +532,7 @@ class Doctor(ServiceActor):
         """Store a promoted fix in the fix memory: the new code parser when the fix brought one
         (a healer's parser.py), else the selector mapping from the old blueprint to the new."""
         from healerd.core.blueprint import from_json
-        from healerd.heal.external import secret_literals
+        from healerd.adapters.external import secret_literals
         from healerd.store.memory import make_parser_bundle, make_selector_bundle
 
         try:

@@ -22,7 +22,7 @@ class ActorRegistry:
         self._refs: dict[str, pykka.ActorRef] = {}
         self._scrapers: list[pykka.ActorRef] = []
         self._rr = itertools.count()
-        self.browser = None   # the daemon's healerd.browser.BrowserPool, shared by every actor's Fetcher
+        self.browser = None   # the daemon's healerd.adapters.browser.BrowserPool, shared by every actor's Fetcher
 
     def set(self, role: str, ref: pykka.ActorRef) -> None:
         with self._lock:

@@ -33,8 +33,8 @@ from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
-from healerd.fetch import DEADLINE_FACTOR
-from healerd.robots import RobotsPolicy
+from healerd.adapters.fetch import DEADLINE_FACTOR
+from healerd.adapters.robots import RobotsPolicy
 from healerd.store.db import rows
 from healerd.store.sources import SourceNotFound
 from healerd.waiters import Waiters

@@ -22,8 +22,8 @@ from healerd.actors.registry import ActorRegistry
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.config import Config
 from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
-from healerd.fetch import FetchError
-from healerd.robots import RobotsPolicy
+from healerd.adapters.fetch import FetchError
+from healerd.adapters.robots import RobotsPolicy
 
 log = logging.getLogger("healerd.scraper")
 
@@ -41,7 +41,7 @@ def run_parser_on(bp: Blueprint, html: str, limits: PageLimits | None = None) ->
     limits = limits or PageLimits()
     check_page(html, limits.max_elements, limits.max_depth)
     if bp.parser:
-        from healerd.heal.sandbox import run_parser
+        from healerd.adapters.sandbox import run_parser
 
         data = run_parser(bp.parser, html)
         if isinstance(data, list) and len(data) > limits.max_items:

@@ -221,7 +221,7 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
     if parser is not None and (not isinstance(parser, str) or "def parse" not in parser):
         raise BlueprintError("parser", "expected Python source defining parse(html)")
     if parser is not None and check_parser:
-        from healerd.heal.sandbox import ParserRejected, check_parser_source
+        from healerd.adapters.sandbox import ParserRejected, check_parser_source
 
         try:
             check_parser_source(parser)

@@ -555,7 +555,7 @@ def apply_parser_bundle(blueprint: Blueprint, bundle: dict) -> Blueprint | None:
     headers, cookies, schedule, fields) stays. A parser the sandbox's static check
     refuses, or the source's own parser unchanged, gives None.
     """
-    from healerd.heal.sandbox import ParserRejected, check_parser_source
+    from healerd.adapters.sandbox import ParserRejected, check_parser_source
 
     code = bundle.get("parser")
     names = bundle.get("fields")

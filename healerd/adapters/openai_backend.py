@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat-completions healer, and the factory picking a backend.
 
-The model is sent healerd.heal.prompt's tiered prompt at temperature 0; the first
+The model is sent healerd.adapters.prompt's tiered prompt at temperature 0; the first
 fenced code block of its answer (```json blueprint or ```python parser) is handled
 exactly like a code healer's modified_files, with the same refusals.
 """
@@ -11,8 +11,8 @@ import json
 import re
 
 from healerd.core.diagnosis import DiagnosisContext
-from healerd.heal.external import Answer, CodeHealerClient, HealerConfig, _ClientBase, candidate_from_files
-from healerd.heal.prompt import build_messages
+from healerd.adapters.external import Answer, CodeHealerClient, HealerConfig, _ClientBase, candidate_from_files
+from healerd.adapters.prompt import build_messages
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 

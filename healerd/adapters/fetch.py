@@ -447,7 +447,7 @@ class Fetcher:
 
     def __init__(self, config: FetchConfig | None = None, browser=None):
         self.config = config or FetchConfig()
-        self.browser = browser   # a healerd.browser.BrowserPool for `fetch = "browser"` sources, or None
+        self.browser = browser   # a healerd.adapters.browser.BrowserPool for `fetch = "browser"` sources, or None
         timeout = httpx.Timeout(self.config.timeout, connect=self.config.connect_timeout)
         # Keep-alive: many sources share a host, and a new TCP connection per fetch costs
         # more CPU than parsing half the page. Every socket operation, on a new or a reused

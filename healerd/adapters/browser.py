@@ -1,7 +1,7 @@
 """Fetching a page with a real browser, for sources whose data a script renders.
 
 A blueprint with `fetch = "browser"` has its page loaded by Chromium (driven by
-Playwright, in a worker process: `healerd.browser_worker`); the rendered DOM
+Playwright, in a worker process: `healerd.adapters.browser_worker`); the rendered DOM
 (`page.content()` after the load event and the optional `wait_for` selector) is then
 handled exactly like an HTTP page: same FetchResult, same error classes, same
 extraction, validation, snapshots, diff and healing. Only the GET is replaced: the
@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection
 from healerd.core import errors
 from healerd.core.classify import detect_block
 from healerd.config import BrowserSection
-from healerd.fetch import FetchConfig, FetchError, FetchResult, _host, _host_port, _reason, mask_url, parse_retry_after
+from healerd.adapters.fetch import FetchConfig, FetchError, FetchResult, _host, _host_port, _reason, mask_url, parse_retry_after
 
 log = logging.getLogger("healerd.browser")
 
@@ -181,7 +181,7 @@ class _WorkerHandle:
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "healerd.browser_worker", str(theirs.fileno()), executable,
+                [sys.executable, "-m", "healerd.adapters.browser_worker", str(theirs.fileno()), executable,
                  repr(float(launch_timeout)), str(int(max_pages))],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
         finally:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from healerd.fetch import FetchError, Fetcher
+from healerd.adapters.fetch import FetchError, Fetcher
 
 log = logging.getLogger("healerd.robots")
 

@@ -1,6 +1,6 @@
 """The browser worker: a separate process that owns Playwright and one Chromium.
 
-Started by `healerd.browser.BrowserPool` as `python -m healerd.browser_worker FD
+Started by `healerd.adapters.browser.BrowserPool` as `python -m healerd.adapters.browser_worker FD
 EXECUTABLE LAUNCH_TIMEOUT MAX_PAGES`, FD being its end of a socketpair (multiprocessing's
 Connection framing). It reads requests `{"op": "fetch", "id", "url", "headers", "cookies", "wait_for",
 "timeout", "max_bytes", "user_agent", "block"}` and answers each with
@@ -8,7 +8,7 @@ Connection framing). It reads requests `{"op": "fetch", "id", "url", "headers", 
 `{"id", "ok": False, "kind", "code", "status"}`, where `kind` names what went wrong
 (`timeout_load`, `timeout_wait`, `net`, `crash`, `too_big`, `launch`, `other`) and `code`
 is Chromium's `net::ERR_…` name when there is one. No message text from the browser is
-sent back (it may hold a URL with credentials); `healerd.browser.error_for` turns the
+sent back (it may hold a URL with credentials); `healerd.adapters.browser.error_for` turns the
 answer into an error class and a masked one-line message.
 
 Pages render concurrently (one asyncio task each), each in a browser context of its

@@ -23,7 +23,7 @@ import httpx
 
 from healerd.core.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.core.diagnosis import DiagnosisContext
-from healerd.heal.sandbox import ParserRejected, check_parser_source
+from healerd.adapters.sandbox import ParserRejected, check_parser_source
 from healerd.core.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
 
 MASK = "***"
