@@ -34,7 +34,7 @@ from healerd.adapters.browser import check_source as check_browser_source
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.protocol import ControlError
-from healerd.control_ops import ControlOps
+from healerd.control.ops import ControlOps
 from healerd.store.ledger import Ledger
 from healerd.adapters.sdnotify import notify, watchdog_interval
 from healerd.private import UnsafePath, secure_daemon_paths
