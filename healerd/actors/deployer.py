@@ -149,9 +149,10 @@ class Deployer(ServiceActor):
         proved on both pages and judged on the live page, replaces the candidate. None: no merge."""
         from healerd.core.production import ProofPage, merge_and_prove, trial
 
-        live = trial(0, production, page.text, extraction=prod_ex, recent_counts=counts,
+        live = trial(0, production, page.text, run=run_parser_on, extraction=prod_ex,
+                     recent_counts=counts,
                      last_good=good["records"] if good else None, status=page.status)
-        made_for = trial(0, candidate, msg.page_html, recent_counts=counts,
+        made_for = trial(0, candidate, msg.page_html, run=run_parser_on, recent_counts=counts,
                          last_good=good["records"] if good else None)
         if not live.passed or not made_for.passed:
             return None

@@ -73,6 +73,7 @@ class Validator(ServiceActor):
     def _plan_before_heal(self, page: ExtractedPage, outcome: ScrapeOutcome, counts, last_good) -> dict | None:
         """The production version failed on this page: try the previous one (and a merge of the
         two) before the source goes to the Doctor. The plan, or None for ordinary healing."""
+        from healerd.actors.scraper import run_parser_on
         from healerd.core.production import HEAL, ProofPage, plan_before_heal, trial
         from healerd.store import probation, versions
 
@@ -87,11 +88,13 @@ class Validator(ServiceActor):
             return None
         prev = probation.version_row(self.conn, job.name, prev_version)
         status = page.status or 200
-        previous = trial(prev_version, cached_blueprint(prev["body"]), page.html, recent_counts=counts,
+        previous = trial(prev_version, cached_blueprint(prev["body"]), page.html, run=run_parser_on,
+                         recent_counts=counts,
                          last_good=last_good, status=status)
         if not previous.passed:
             return None
-        production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, extraction=page.extraction,
+        production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, run=run_parser_on,
+                           extraction=page.extraction,
                            recent_counts=counts, last_good=last_good, status=status)
         alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
         stored = probation.get_page(self.conn, job.name, job.version) if alternating else None

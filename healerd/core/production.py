@@ -15,7 +15,7 @@ Plain functions, no actors and no database:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, FieldSpec
@@ -188,14 +188,14 @@ def plan_before_heal(*, error_type: str | None, production: Trial, previous: Tri
                 to_version=previous.version, data=data, item_count=count, validation=previous.validation)
 
 
-def trial(version: int, bp: Blueprint, html: str, *, extraction: Extraction | None = None,
-          recent_counts: list[int] | None = None, last_good=None, status: int = 200) -> Trial:
-    """Run one version on a page (or take the extraction it already gave) and validate it."""
-    from healerd.actors.scraper import run_parser_on
-
+def trial(version: int, bp: Blueprint, html: str, *, run: Callable[[Blueprint, str], Extraction],
+          extraction: Extraction | None = None, recent_counts: list[int] | None = None, last_good=None,
+          status: int = 200) -> Trial:
+    """Run one version on a page with `run` (the production parser: selectors in-process, code
+    in the sandbox; or take the extraction it already gave) and validate it."""
     if extraction is None:
         try:
-            extraction = run_parser_on(bp, html)
+            extraction = run(bp, html)
         except Exception:
             return Trial(version, bp, None, False)
     result = validate(extraction, bp, recent_counts=recent_counts, last_good=last_good, html=html, status=status)
