@@ -18,9 +18,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from healerd.adapters.fetch import FetchConfig, Fetcher
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
-from healerd.adapters.fetch import FetchConfig, Fetcher
 from healerd.core.validate import validate
 
 

@@ -26,7 +26,8 @@ import re
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract

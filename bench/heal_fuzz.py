@@ -30,7 +30,7 @@ import os
 import random
 import statistics
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from selectolax.lexbor import LexborHTMLParser
 

@@ -301,8 +301,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     import logging
 
     from healerd.actors.messages import Ping, Tick
-    from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.config import from_dict as config_from_dict
+    from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.daemon import Daemon
     from healerd.store import sources
     from healerd.store.db import connect, open_db, rows
@@ -396,13 +396,13 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.actors.messages import ExtractedPage, ScrapeJob
     from healerd.actors.scraper import run_parser_on
     from healerd.actors.validator import judge
+    from healerd.adapters.fetch import Fetcher
+    from healerd.config import Config
     from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.core.classify import block_strength
-    from healerd.config import Config
-    from healerd.adapters.fetch import Fetcher
-    from healerd.store.ledger import Ledger
     from healerd.store import sources
     from healerd.store.db import open_db
+    from healerd.store.ledger import Ledger
 
     config = Config()
     steps = ("fetch", "sha256", "extract", "validate", "  of which block check", "persist")

@@ -112,7 +112,7 @@ class Config:
     alerts: AlertsSection = field(default_factory=AlertsSection)
     browser: BrowserSection = field(default_factory=BrowserSection)
 
-    def with_env(self) -> "Config":
+    def with_env(self) -> Config:
         """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
         healer = self.healer
         if os.environ.get("CODE_HEALER_URL"):

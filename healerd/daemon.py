@@ -13,33 +13,33 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pykka
 
 from healerd import __version__
 from healerd.actors.alerter import Alerter
+from healerd.actors.base import fetch_config
 from healerd.actors.deployer import Deployer
 from healerd.actors.doctor import Doctor
 from healerd.actors.messages import Ping, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scheduler import Drain, Scheduler
-from healerd.actors.base import fetch_config
 from healerd.actors.scraper import Scraper
 from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
-from healerd.core.blueprint import BlueprintError, load_file
 from healerd.adapters.browser import check_source as check_browser_source
+from healerd.adapters.sdnotify import notify, watchdog_interval
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
-from healerd.control.protocol import ControlError
 from healerd.control.ops import ControlOps
-from healerd.store.ledger import Ledger
-from healerd.adapters.sdnotify import notify, watchdog_interval
+from healerd.control.protocol import ControlError
+from healerd.core.blueprint import BlueprintError, load_file
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
 from healerd.store.db import db_path as make_db_path
+from healerd.store.ledger import Ledger
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
@@ -374,8 +374,8 @@ class Daemon:
             self._lock_fd = None
 
     def _run(self) -> int:
-        from healerd.control.server import ControlServer
         from healerd.adapters.sandbox import log_confinement
+        from healerd.control.server import ControlServer
 
         try:
             self.check_storage()

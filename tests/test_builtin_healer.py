@@ -6,13 +6,12 @@ import importlib.util
 import os
 
 import pytest
-
 from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
 from healerd.core.extract import extract
-from healerd.core.judge import LOW_CONFIDENCE
 from healerd.core.heal.builtin import HealResult, heal
+from healerd.core.judge import LOW_CONFIDENCE
 
 # real "site changed" cases (before/after pages and the truth; format in its README)
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "corpus")

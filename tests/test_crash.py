@@ -21,9 +21,8 @@ import subprocess
 import sys
 import textwrap
 
-from healerd.store import lifecycle
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.store import sources, tasks
+from healerd.store import lifecycle, sources, tasks
 from healerd.store.db import connect, open_db, rows, scalar
 
 KILLS = 60

@@ -31,7 +31,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import apsw
 import pytest
-
 from conftest import FAST_CONFIG, DaemonProc, bin_cmd, db_rows
 from healer_server import HealerServer, healed
 from httpfixture import LocalServer, Streamer, send
@@ -131,7 +130,7 @@ class NotifySocket:
         while not self.closed.is_set():
             try:
                 data = self.sock.recv(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

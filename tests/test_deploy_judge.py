@@ -8,8 +8,8 @@ import pytest
 
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
-from healerd.core.judge import LOW_CONFIDENCE, PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
 from healerd.core.extract import extract
+from healerd.core.judge import LOW_CONFIDENCE, PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
 
 URL = "http://shop.example/catalog"
 

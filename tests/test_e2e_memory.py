@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint

@@ -6,8 +6,16 @@ import pytest
 
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
-from healerd.core.routing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
-                             relocation_candidates, route)
+from healerd.core.routing import (
+    DECLINE,
+    RELOCATE,
+    SELECTORS,
+    broken_selectors,
+    deferred_report,
+    recovery_context,
+    relocation_candidates,
+    route,
+)
 
 # -- route --------------------------------------------------------------------------------------
 

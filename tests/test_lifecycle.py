@@ -14,11 +14,10 @@ import threading
 import apsw
 import pytest
 
-from healerd.store import lifecycle
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
-from healerd.store import sources
+from healerd.store import lifecycle, sources
 from healerd.store.db import connect, open_db, row, rows, scalar
+from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 
 NAME = "shop"
 

@@ -7,9 +7,17 @@ import json
 import pytest
 
 from healerd.core.blueprint import from_dict
-from healerd.store.memory import (FixMemory, MemoryError_, MemoryMatch, apply_bundle, confidence, issue_fingerprint,
-                            make_parser_bundle, make_selector_bundle)
 from healerd.store.db import open_db, rows, scalar
+from healerd.store.memory import (
+    FixMemory,
+    MemoryError_,
+    MemoryMatch,
+    apply_bundle,
+    confidence,
+    issue_fingerprint,
+    make_parser_bundle,
+    make_selector_bundle,
+)
 
 HOST = "shop.example"
 OLD = {"url": "https://shop.example/c/1", "items": "ul.products li.product",

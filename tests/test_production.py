@@ -6,14 +6,26 @@ from __future__ import annotations
 import json
 
 import pytest
+from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2
 
 from healerd.actors.scraper import run_parser_on
 from healerd.core import errors
 from healerd.core.blueprint import BlueprintError, from_dict, from_json
 from healerd.core.extract import extract
-from healerd.core.production import (FALSE_POSITIVE, HEAL, MERGE, PASSED, ROLLBACK, ProofPage, merge, merge_and_prove,
-                                plan_before_heal, probation_verdict, prove, trial)
-from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2
+from healerd.core.production import (
+    FALSE_POSITIVE,
+    HEAL,
+    MERGE,
+    PASSED,
+    ROLLBACK,
+    ProofPage,
+    merge,
+    merge_and_prove,
+    plan_before_heal,
+    probation_verdict,
+    prove,
+    trial,
+)
 
 EXPECTED = [{"name": n, "score": s} for n, s in ROWS]
 A = from_dict(LISTING_BP)

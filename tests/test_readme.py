@@ -30,16 +30,16 @@ import textwrap
 import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import click
-
 from conftest import FAST_CONFIG, Site, bin_cmd
-from healerd.core.blueprint import load_file
+
 from healerd.config import load as load_config
 from healerd.control.client import call
+from healerd.core.blueprint import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

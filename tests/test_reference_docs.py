@@ -31,9 +31,10 @@ import pytest
 from healerd import __version__
 from healerd import config as config_mod
 from healerd.actors.alerter import EVENTS, format_line
-from healerd.core.blueprint import BlueprintError, from_dict as blueprint_from_dict, parse_text
 from healerd.cli.healerctl import cli as healerctl_app
 from healerd.cli.healerd_cmd import main as healerd_app
+from healerd.core.blueprint import BlueprintError, parse_text
+from healerd.core.blueprint import from_dict as blueprint_from_dict
 from healerd.core.extract import coerce
 from healerd.store.sources import STATUS_KEYS
 

@@ -9,7 +9,14 @@ import sys
 import pytest
 
 from healerd.adapters.sandbox import (
-    ChildResult, ParserRejected, _limits, check_parser_source, interpret, run_parser, run_unchecked, runner_argv,
+    ChildResult,
+    ParserRejected,
+    _limits,
+    check_parser_source,
+    interpret,
+    run_parser,
+    run_unchecked,
+    runner_argv,
     spawn_child,
 )
 

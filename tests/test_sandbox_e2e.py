@@ -10,12 +10,18 @@ import socket
 import threading
 
 import pytest
-
 from conftest import db_rows
 from healer_server import HealerServer
 from sitepages import LISTING_BP, write_blueprint
-from test_e2e_external import _code, add_and_break, assert_running, fix_rows, healer_calls, healer_config, \
-    production_versions
+from test_e2e_external import (
+    _code,
+    add_and_break,
+    assert_running,
+    fix_rows,
+    healer_calls,
+    healer_config,
+    production_versions,
+)
 
 CODE_BP = dict(LISTING_BP, parser=(
     "from selectolax.lexbor import LexborHTMLParser\n\n"

@@ -14,15 +14,15 @@ import hashlib
 import apsw
 import pytest
 
-from healerd.core import errors
 from healerd.actors.messages import WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.store_writer import StoreWriter
-from healerd.core.blueprint import from_dict
 from healerd.config import Config
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.store.db import connect, open_db, row, rows, scalar
 from healerd.store.ledger import ScrapeOutcome
 from healerd.store.memory import make_selector_bundle
-from healerd.store.db import connect, open_db, row, rows, scalar
 from healerd.waiters import Waiters
 
 BP = {"url": "http://shop.example/shop", "every": 600, "items": "li.p",

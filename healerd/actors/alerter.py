@@ -11,8 +11,8 @@ Secrets are masked before anything leaves.
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import queue
 import sys
 import threading
@@ -26,9 +26,9 @@ from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
 from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store.db import connect, open_db
-from healerd.core.timeutil import iso
 
 log = logging.getLogger("healerd.alerter")
 

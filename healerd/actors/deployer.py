@@ -11,12 +11,11 @@ import logging
 import time
 from dataclasses import dataclass
 
-
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
+from healerd.adapters.fetch import FetchError
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
-from healerd.adapters.fetch import FetchError
 from healerd.store import snapshots, versions
 from healerd.store.db import row
 

@@ -16,29 +16,36 @@ import logging
 import time
 import traceback
 
-
-from healerd.core import breakers
-from healerd.core import errors
+from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
-from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
-from healerd.core.extract import PageTooLarge
-from healerd.core.blueprint import Blueprint
-from healerd.config import Config
-from healerd.core.diagnosis import DiagnosisContext
 from healerd.adapters.fetch import FetchError
-from healerd.core.routing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
-                             relocation_candidates, resembles_last_good, route)
+from healerd.config import Config
+from healerd.core import breakers, errors
+from healerd.core.blueprint import Blueprint
+from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.extract import PageTooLarge
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
-from healerd.store.ledger import HALT_KEY
+from healerd.core.routing import (
+    DECLINE,
+    RELOCATE,
+    SELECTORS,
+    broken_selectors,
+    deferred_report,
+    recovery_context,
+    relocation_candidates,
+    resembles_last_good,
+    route,
+)
 from healerd.core.sanitize import mask_text
-from healerd.store import fixes, snapshots, sources, versions
-from healerd.store.db import row, scalar
 from healerd.core.timeutil import iso
 from healerd.core.validate import validate
+from healerd.store import fixes, snapshots, sources, versions
+from healerd.store.db import row, scalar
+from healerd.store.ledger import HALT_KEY
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.doctor")
@@ -531,8 +538,8 @@ class Doctor(ServiceActor):
     def _remember(self, ctx: DiagnosisContext, got: dict, *, host, diff_sig, tmpl, broken) -> None:
         """Store a promoted fix in the fix memory: the new code parser when the fix brought one
         (a healer's parser.py), else the selector mapping from the old blueprint to the new."""
-        from healerd.core.blueprint import from_json
         from healerd.adapters.external import secret_literals
+        from healerd.core.blueprint import from_json
         from healerd.store.memory import make_parser_bundle, make_selector_bundle
 
         try:

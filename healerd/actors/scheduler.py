@@ -32,14 +32,13 @@ from healerd.actors.base import ServiceActor
 from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scraper import cached_blueprint
-from healerd.config import Config
 from healerd.adapters.fetch import DEADLINE_FACTOR
 from healerd.adapters.robots import RobotsPolicy
+from healerd.config import Config
 from healerd.store.db import rows
+from healerd.store.faults import FaultLog
 from healerd.store.sources import SourceNotFound
 from healerd.waiters import Waiters
-
-from healerd.store.faults import FaultLog
 
 log = logging.getLogger("healerd.scheduler")
 

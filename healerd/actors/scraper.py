@@ -13,17 +13,16 @@ import logging
 import time
 from functools import lru_cache
 
-
-from healerd.core import errors
-from healerd.core.classify import not_html_reason
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob
 from healerd.actors.registry import ActorRegistry
-from healerd.core.blueprint import Blueprint, from_json
-from healerd.config import Config
-from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 from healerd.adapters.fetch import FetchError
 from healerd.adapters.robots import RobotsPolicy
+from healerd.config import Config
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint, from_json
+from healerd.core.classify import not_html_reason
+from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 
 log = logging.getLogger("healerd.scraper")
 

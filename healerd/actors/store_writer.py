@@ -15,9 +15,9 @@ from healerd.actors.base import ServiceActor
 from healerd.actors.messages import Alert, WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
-from healerd.store.ledger import Effects, Ledger
 from healerd.store.db import write_transaction
 from healerd.store.faults import StorageFaults, StorageUnavailable, is_storage_fault
+from healerd.store.ledger import Effects, Ledger
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.writer")

@@ -11,17 +11,16 @@ import json
 import logging
 import time
 
-
-from healerd.core import errors
 from healerd.actors.base import ServiceActor
 from healerd.actors.messages import ExtractedPage, ScrapeDone
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scraper import cached_blueprint
-from healerd.core.classify import failure_fingerprint
 from healerd.config import Config
-from healerd.store.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
-from healerd.store.db import row
+from healerd.core import errors
+from healerd.core.classify import failure_fingerprint
 from healerd.core.validate import validate
+from healerd.store.db import row
+from healerd.store.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
 
 log = logging.getLogger("healerd.validator")
 

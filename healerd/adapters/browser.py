@@ -37,10 +37,19 @@ import threading
 import time
 from multiprocessing.connection import Connection
 
+from healerd.adapters.fetch import (
+    FetchConfig,
+    FetchError,
+    FetchResult,
+    _host,
+    _host_port,
+    _reason,
+    mask_url,
+    parse_retry_after,
+)
+from healerd.config import BrowserSection
 from healerd.core import errors
 from healerd.core.classify import detect_block
-from healerd.config import BrowserSection
-from healerd.adapters.fetch import FetchConfig, FetchError, FetchResult, _host, _host_port, _reason, mask_url, parse_retry_after
 
 log = logging.getLogger("healerd.browser")
 

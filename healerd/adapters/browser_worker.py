@@ -148,7 +148,7 @@ class Worker:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _new_slot(self, browser, user_agent: str) -> "_Slot":
+    async def _new_slot(self, browser, user_agent: str) -> _Slot:
         context = await browser.new_context(user_agent=user_agent, service_workers="block")
         try:
             page = await context.new_page()
@@ -159,7 +159,7 @@ class Worker:
             raise
         return slot
 
-    async def _take(self, browser, user_agent: str) -> "_Slot":
+    async def _take(self, browser, user_agent: str) -> _Slot:
         async with self._slot_changed:
             # A slot being cleaned is ready in milliseconds; a new one costs a renderer start.
             await self._slot_changed.wait_for(lambda: self._ready or not self._releasing)
@@ -171,7 +171,7 @@ class Worker:
             self._spawn(self._close(slot))
         return await self._new_slot(browser, user_agent)
 
-    async def _release(self, slot: "_Slot") -> None:
+    async def _release(self, slot: _Slot) -> None:
         """Make the slot ready for the next fetch with nothing of this one left: the page is
         blank, every cookie is gone, and so is all storage of the origins it visited (local
         storage, IndexedDB, cache storage, service workers). A slot used SLOT_USES times, or
@@ -199,14 +199,14 @@ class Worker:
             await self._close(slot)
 
     @staticmethod
-    async def _close(slot: "_Slot") -> None:
+    async def _close(slot: _Slot) -> None:
         try:
             await slot.context.close()
         except Exception:
             pass
 
     @staticmethod
-    def _router(slot: "_Slot"):
+    def _router(slot: _Slot):
         async def route(r):
             try:
                 request = r.request

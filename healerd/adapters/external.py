@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from healerd.adapters.sandbox import ParserRejected, check_parser_source
 from healerd.core.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.core.diagnosis import DiagnosisContext
-from healerd.adapters.sandbox import ParserRejected, check_parser_source
 from healerd.core.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
 
 MASK = "***"
@@ -42,7 +42,7 @@ class HealerConfig:
     max_file_bytes: int = 2_000_000   # a modified file larger than this is refused
 
     @classmethod
-    def from_env(cls, base: "HealerConfig") -> "HealerConfig":
+    def from_env(cls, base: HealerConfig) -> HealerConfig:
         """`base` with CODE_HEALER_URL / CODE_HEALER_TOKEN applied when they are set."""
         return cls(url=os.environ.get("CODE_HEALER_URL") or base.url,
                    token=os.environ.get("CODE_HEALER_TOKEN") or base.token,
@@ -516,7 +516,7 @@ class _ClientBase:
     def _endpoint(self) -> str:
         raise NotImplementedError
 
-    def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> "Answer":
+    def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> Answer:
         raise NotImplementedError
 
     def _result(self, ctx: DiagnosisContext | None, cycle: int, outcome: str, reason: str, *, started: float,

@@ -39,7 +39,7 @@ import ssl
 import time
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -131,8 +131,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if when is None:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    now_dt = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    now_dt = datetime.fromtimestamp(time.time() if now is None else now, UTC)
     return max(0.0, (when - now_dt).total_seconds())
 
 
@@ -526,7 +526,7 @@ class Fetcher:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self) -> "Fetcher":
+    def __enter__(self) -> Fetcher:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 
-from healerd.core.diagnosis import DiagnosisContext
 from healerd.adapters.external import Answer, CodeHealerClient, HealerConfig, _ClientBase, candidate_from_files
 from healerd.adapters.prompt import build_messages
+from healerd.core.diagnosis import DiagnosisContext
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 
-from healerd.core.diagnosis import DiagnosisContext
 from healerd.adapters.external import (
-    HealerConfig, redact_blueprint, sanitize_for_healer, secret_literals, tier_for, trim_page,
+    HealerConfig,
+    redact_blueprint,
+    sanitize_for_healer,
+    secret_literals,
+    tier_for,
+    trim_page,
 )
 from healerd.adapters.sandbox import ALLOWED_IMPORTS
+from healerd.core.diagnosis import DiagnosisContext
 from healerd.core.timeutil import iso
 
 DIFF_CHARS = 2000

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from healerd.adapters.fetch import FetchError, Fetcher
+from healerd.adapters.fetch import Fetcher, FetchError
 
 log = logging.getLogger("healerd.robots")
 
@@ -34,7 +34,7 @@ MAX_ROBOTS_BYTES = 512_000
 
 @dataclass
 class _Entry:
-    parser: "_Rules"
+    parser: _Rules
     expires: float
     note: str          # how the file was obtained, for logs and `describe`
 

@@ -11,15 +11,16 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import click
 
 from healerd import __version__
-from healerd.core.blueprint import BlueprintError, load_file
 from healerd.control.client import DaemonUnreachable, call, client_socket_path
-from healerd.core.sanitize import mask_url
 from healerd.control.protocol import ControlError
+from healerd.core.blueprint import BlueprintError, load_file
+from healerd.core.sanitize import mask_url
 from healerd.core.timeutil import ago, parse_iso
 
 DEFAULT_TIMEOUT = 30.0

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 from healerd import __version__
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
-from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.adapters.browser import check_source as check_browser_source
 from healerd.control.protocol import ControlError, RawJSON
+from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.core.htmldiff import structural_diff
-from healerd.store.lifecycle import IllegalTransition, human_refusal
+from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
-from healerd.core.timeutil import iso
+from healerd.store.lifecycle import IllegalTransition, human_refusal
 
 if TYPE_CHECKING:
     from healerd.daemon import Daemon
@@ -63,7 +63,7 @@ def check_name(name) -> str:
 
 
 class ControlOps:
-    def __init__(self, daemon: "Daemon"):
+    def __init__(self, daemon: Daemon):
         self.daemon = daemon
         self._local = threading.local()
 

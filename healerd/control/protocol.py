@@ -86,7 +86,7 @@ class ControlError(Exception):
         return {"code": self.code, "message": self.message, "details": self.details}
 
     @classmethod
-    def from_dict(cls, err: Any) -> "ControlError":
+    def from_dict(cls, err: Any) -> ControlError:
         if not isinstance(err, dict):
             return cls("internal_error", f"malformed error from the daemon: {err!r}")
         details = err.get("details")

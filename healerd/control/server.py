@@ -20,9 +20,10 @@ import stat
 import struct
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from healerd.control import protocol
 from healerd.control.protocol import ControlError
@@ -262,7 +263,7 @@ class ControlServer:
         self._inode = None
         log.info("control socket %s closed", self.path)
 
-    def __enter__(self) -> "ControlServer":
+    def __enter__(self) -> ControlServer:
         self.start()
         return self
 
@@ -292,7 +293,7 @@ class ControlServer:
             self._listener.close()
             self._listener = None
 
-    def _run_loop(self, sel: selectors.BaseSelector, conns: dict[int, "_Conn"]) -> None:
+    def _run_loop(self, sel: selectors.BaseSelector, conns: dict[int, _Conn]) -> None:
         while not self._stopping.is_set():
             timeout = None
             if conns:

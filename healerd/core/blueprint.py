@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass, field as dc_field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -123,7 +124,7 @@ class Blueprint:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     def with_fields(self, fields: dict[str, FieldSpec], items: str | None | type = ...,
-                    items_fallbacks: tuple[str, ...] | type = ...) -> "Blueprint":
+                    items_fallbacks: tuple[str, ...] | type = ...) -> Blueprint:
         # A new primary `items` drops the old fallbacks unless they are given too.
         if items_fallbacks is ...:
             items_fallbacks = self.items_fallbacks if items is ... else ()
@@ -140,10 +141,10 @@ class Blueprint:
             items_fallbacks=items_fallbacks,
         )
 
-    def with_url(self, url: str) -> "Blueprint":
+    def with_url(self, url: str) -> Blueprint:
         return replace(self, url=url)
 
-    def with_parser(self, code: str | None) -> "Blueprint":
+    def with_parser(self, code: str | None) -> Blueprint:
         return replace(self, parser=code)
 
     def selectors(self) -> dict[str, str | None]:

@@ -15,7 +15,7 @@ written once:
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 FAILED_OUTCOMES = ("rejected", "error")
 NEVER_SCRAPED = "never scraped successfully: check the URL and blueprint"

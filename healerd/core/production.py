@@ -14,8 +14,9 @@ Plain functions, no actors and no database:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, FieldSpec

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import quote
 
 MASK = "***"

@@ -6,8 +6,8 @@ import json
 
 import apsw
 
-from healerd.store.db import rows
 from healerd.core.timeutil import iso
+from healerd.store.db import rows
 
 
 def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:

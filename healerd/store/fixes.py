@@ -8,8 +8,8 @@ import time
 
 import apsw
 
-from healerd.store.db import row, rows, scalar
 from healerd.core.timeutil import iso
+from healerd.store.db import row, rows, scalar
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
 FAILED_OUTCOMES = ("rejected", "error")

@@ -15,21 +15,20 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import apsw
 
-from healerd.store import lifecycle
-from healerd.core import breakers
-from healerd.core import errors
-from healerd.core.blueprint import Blueprint
 from healerd.config import Config
-from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
-from healerd.store import alerts as alerts_store
-from healerd.store import fixes, probation, records, snapshots, sources, tasks, versions
-from healerd.store.db import row, rows, scalar
+from healerd.core import breakers, errors
+from healerd.core.blueprint import Blueprint
 from healerd.core.timeutil import iso
+from healerd.store import alerts as alerts_store
+from healerd.store import fixes, lifecycle, probation, records, snapshots, sources, tasks, versions
+from healerd.store.db import row, rows, scalar
+from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
 
 HALT_KEY = "systemic_halt"
 ITEM_COUNT_MEMORY = 20

@@ -29,15 +29,16 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import apsw
 
 from healerd.core.blueprint import Blueprint, BlueprintError, check_selector
 from healerd.core.sanitize import find_secrets, mask_mapping, mask_text
-from healerd.store.db import row, rows, scalar
 from healerd.core.timeutil import iso
+from healerd.store.db import row, rows, scalar
 
 EVENT_TYPES = ("search", "fix_retrieved", "fix_applied", "fix_confirmed", "issue_submitted")
 # Bundle keys that are the fix itself: stored as given (masking would break them), and

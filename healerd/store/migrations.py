@@ -10,7 +10,7 @@ transaction, so a crash mid-upgrade leaves the old version intact.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import apsw
 

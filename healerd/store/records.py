@@ -7,8 +7,8 @@ import time
 
 import apsw
 
-from healerd.store.db import rows
 from healerd.core.timeutil import iso
+from healerd.store.db import rows
 
 
 def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: int, now: float | None = None) -> None:

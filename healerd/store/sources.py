@@ -9,10 +9,10 @@ from urllib.parse import urlsplit
 import apsw
 
 from healerd.core.blueprint import Blueprint
-from healerd.store.lifecycle import ACTIVE
+from healerd.core.timeutil import iso
 from healerd.store.db import row, rows
 from healerd.store.fixes import COUNTED_OUTCOMES
-from healerd.core.timeutil import iso
+from healerd.store.lifecycle import ACTIVE
 
 
 class SourceNotFound(KeyError):

@@ -8,8 +8,8 @@ import time
 import apsw
 
 from healerd.core.blueprint import Blueprint, from_json
-from healerd.store.db import row, rows, scalar
 from healerd.core.timeutil import iso
+from healerd.store.db import row, rows, scalar
 
 
 class VersionNotFound(KeyError):

@@ -12,20 +12,19 @@ margin) are refused: a refusal is a right answer, a wrong value is the worst.
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
-from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.evidence import (
     HealResult,
 )
-from healerd.core.heal.single_record import (
-    _heal_single,
-)
+from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.listing import (
     _heal_items,
+)
+from healerd.core.heal.single_record import (
+    _heal_single,
 )
 
 __all__ = ["HealResult", "heal"]

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from healerd.core.blueprint import Blueprint
 from healerd.core.heal.fingerprint import Page, text_shape
 
-
 # thresholds (explicit so they can be reasoned about and tuned in one place)
 MARGIN = 0.12             # best must beat the runner-up by this much (combined score)
 MIN_SIM_EXACT = 0.30      # structural floor for a unique, distinctive exact value

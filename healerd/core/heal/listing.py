@@ -14,6 +14,26 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract, first_number
+from healerd.core.heal.evidence import (
+    CONTEXT_MARGIN,
+    MARGIN,
+    MAX_FIELD_SELECTORS,
+    MAX_RECORD_DEPTH,
+    MAX_VALUE_HITS,
+    MIN_KIND_SHARE,
+    MIN_SIM_EXACT,
+    MIN_SIM_LABEL,
+    MIN_SIM_LABEL_SAME_TAG,
+    MIN_SIM_NEAR,
+    MIN_SIM_WEAK,
+    SAMPLE,
+    STRONG_LABEL_KINDS,
+    HealResult,
+    copies,
+    describe,
+    is_weak,
+    value_kind,
+)
 from healerd.core.heal.fingerprint import (
     Fingerprint,
     Page,
@@ -27,30 +47,10 @@ from healerd.core.heal.selectors import (
     Selector,
     first_in,
     items_selector,
-    relaxed_selector,
-    relaxations,
     lexbor_first_in,
     relative_selectors,
-)
-from healerd.core.heal.evidence import (
-    MARGIN,
-    MIN_SIM_EXACT,
-    MIN_SIM_WEAK,
-    MIN_SIM_NEAR,
-    MIN_SIM_LABEL,
-    MIN_SIM_LABEL_SAME_TAG,
-    MAX_VALUE_HITS,
-    MAX_FIELD_SELECTORS,
-    MAX_RECORD_DEPTH,
-    CONTEXT_MARGIN,
-    HealResult,
-    copies,
-    is_weak,
-    describe,
-    SAMPLE,
-    MIN_KIND_SHARE,
-    STRONG_LABEL_KINDS,
-    value_kind,
+    relaxations,
+    relaxed_selector,
 )
 
 
@@ -400,7 +400,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
 
 def _field_in_containers(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
                          name: str, spec: FieldSpec, fp: Fingerprint | None,
-                         kinds: "_OldKinds") -> tuple[str, str | None, str, dict]:
+                         kinds: _OldKinds) -> tuple[str, str | None, str, dict]:
     """Choose a selector for one field that gives each record's old value inside its container.
 
     `records` maps each container to its old record; None when the containers were found
@@ -599,7 +599,7 @@ class _OldKind:
     single: bool = True   # the old selector matched one node per old record (not the first of a list)
 
     @classmethod
-    def of(cls, before: Page, old_containers: list[int], old_raw: list, name: str, spec: FieldSpec) -> "_OldKind":
+    def of(cls, before: Page, old_containers: list[int], old_raw: list, name: str, spec: FieldSpec) -> _OldKind:
         vals = [r.get(name) for r in old_raw if r.get(name)]
         own: set = set()
         others: set = set()
@@ -651,7 +651,7 @@ class _Trial:
     def score(self) -> float:
         return self.share + self.sim
 
-    def conflicts(self, other: "_Trial") -> bool:
+    def conflicts(self, other: _Trial) -> bool:
         """True when the two give different nodes in some container where both find one."""
         return any(a is not None and b is not None and a != b for a, b in zip(self.nodes, other.nodes))
 

@@ -13,6 +13,31 @@ from dataclasses import dataclass, replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal.evidence import (
+    IN_PLACE_DOUBT,
+    IN_PLACE_MARGIN,
+    MARGIN,
+    MAX_VALUE_HITS,
+    MIN_NEAR_CLOSENESS,
+    MIN_SIM_EXACT,
+    MIN_SIM_IN_PLACE,
+    MIN_SIM_KEEP,
+    MIN_SIM_LABEL,
+    MIN_SIM_LABEL_SAME_TAG,
+    MIN_SIM_NEAR,
+    MIN_SIM_UNIQUE,
+    MIN_SIM_WEAK,
+    RECORD_MARGIN,
+    RECORD_MAX_DISTANCE,
+    RECORD_MAX_DISTANCE_SOLE,
+    STRONG_LABEL_KINDS,
+    TWIN_MARGIN,
+    HealResult,
+    copies,
+    describe,
+    is_weak,
+    value_kind,
+)
 from healerd.core.heal.fingerprint import (
     Fingerprint,
     Page,
@@ -22,31 +47,6 @@ from healerd.core.heal.fingerprint import (
     text_shape,
 )
 from healerd.core.heal.selectors import relaxed_first, single_selector
-from healerd.core.heal.evidence import (
-    MARGIN,
-    MIN_SIM_EXACT,
-    MIN_SIM_UNIQUE,
-    MIN_SIM_WEAK,
-    MIN_SIM_NEAR,
-    MIN_NEAR_CLOSENESS,
-    MIN_SIM_LABEL,
-    MIN_SIM_LABEL_SAME_TAG,
-    MIN_SIM_KEEP,
-    MAX_VALUE_HITS,
-    MIN_SIM_IN_PLACE,
-    IN_PLACE_MARGIN,
-    IN_PLACE_DOUBT,
-    TWIN_MARGIN,
-    RECORD_MAX_DISTANCE,
-    RECORD_MAX_DISTANCE_SOLE,
-    RECORD_MARGIN,
-    HealResult,
-    copies,
-    is_weak,
-    describe,
-    STRONG_LABEL_KINDS,
-    value_kind,
-)
 
 
 @dataclass
