@@ -146,7 +146,8 @@ def kind_table(rows: list[dict]) -> list[str]:
         healable = [r for r in rs if r["heal_possible"] and not r["no_break"]]
         neg = [r for r in rs if not r["heal_possible"]]
         ctrl = [r for r in rs if r["no_break"]]
-        frac = lambda part, whole: f"{part}/{len(whole)}" if whole else "-"
+        def frac(part, whole):
+            return f"{part}/{len(whole)}" if whole else "-"
         out.append(f"{k:<28} {len(rs):>5} "
                    f"{frac(sum(r['verdict'] == 'healed' for r in healable), healable):>9} "
                    f"{sum(r['verdict'] in ('WRONG', 'CONTROL-CHANGED') for r in rs):>5} "

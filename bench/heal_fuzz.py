@@ -687,7 +687,8 @@ def table(rows: list[dict]) -> str:
         healable = [r for r in rs if r["heal_possible"] and not r["no_break"]]
         neg = [r for r in rs if not r["heal_possible"]]
         ctrl = [r for r in rs if r["no_break"]]
-        pct = lambda a, b: f"{100 * a / len(b):.1f}%" if b else "-"
+        def pct(a, b):
+            return f"{100 * a / len(b):.1f}%" if b else "-"
         lines.append(f"{m:<22} {len(rs):>5} "
                      f"{pct(sum(r['verdict'] == 'healed' for r in healable), healable):>7} "
                      f"{pct(sum(r['verdict'] in ('WRONG', 'CONTROL-CHANGED') for r in rs), rs):>7} "

@@ -165,8 +165,9 @@ def test_a_heal_on_the_old_values_is_confident_enough_to_promote():
 
 
 def test_coordinated_items_href_changes_with_its_link():
-    rows = lambda pre: "".join(f'<tr class="file"><td class="name"><a href="{pre}{n}.html">{n}</a></td><td>{s}</td></tr>'
-                               for n, s in [("cart.py", "15"), ("pricing.py", "11"), ("shipping.py", "9")])
+    def rows(pre):
+        return "".join(f'<tr class="file"><td class="name"><a href="{pre}{n}.html">{n}</a></td><td>{s}</td></tr>'
+                       for n, s in [("cart.py", "15"), ("pricing.py", "11"), ("shipping.py", "9")])
     before = page('<table class="index">' + rows("") + "</table>")
     after = page('<table class="report"><tbody>' + rows("z_abc_").replace('class="file"', 'class="region"')
                  .replace('class="name"', 'class="col-name"') + "</tbody></table>")

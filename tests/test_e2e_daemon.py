@@ -128,7 +128,7 @@ def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory
     for name, (url, _) in cases.items():
         bp = write_blueprint(tmp_path / f"{name}.json", url)
         assert d.ctl("add", name, "--blueprint", bp).returncode == 0
-    for name, (url, expected) in cases.items():
+    for name, (_url, expected) in cases.items():
         out = d.ctl_json("run", name)
         if expected is None:
             assert out["ok"] is True, (name, out)

@@ -495,7 +495,7 @@ def _check_pip_install(run: Run, cmd: Command) -> None:
 
 def _check_pip_install_test(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    extra = {re.split(r"[<>=!~ ;]", d, 1)[0] for d in meta["project"]["optional-dependencies"]["test"]}
+    extra = {re.split(r"[<>=!~ ;]", d, maxsplit=1)[0] for d in meta["project"]["optional-dependencies"]["test"]}
     assert {"pytest", "build"} <= extra, extra
     import importlib.util
 
@@ -505,7 +505,7 @@ def _check_pip_install_test(run: Run, cmd: Command) -> None:
 def _check_pip_install_browser(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extras = meta["project"]["optional-dependencies"]
-    names = {name: {re.split(r"[<>=!~ ;]", d, 1)[0] for d in extras[name]} for name in ("browser", "test")}
+    names = {name: {re.split(r"[<>=!~ ;]", d, maxsplit=1)[0] for d in extras[name]} for name in ("browser", "test")}
     assert "playwright" in names["browser"], names
     assert names["browser"] <= names["test"], names   # the tests run the browser, in CI too
     import importlib.util

@@ -225,7 +225,7 @@ def test_config_key_tables_give_the_defaults():
             else:
                 doc_values[k] = value
         cfg = loaded({s: doc_values})
-        for k, value in doc_values.items():
+        for k in doc_values:
             got, want = getattr(getattr(cfg, s), k), keys[k]
             if got != want:
                 wrong.append(f"[{s}] {k}: the table says {got!r}, the code's default is {want!r}")

