@@ -123,8 +123,9 @@ class Blueprint:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
-    def with_fields(self, fields: dict[str, FieldSpec], items: str | None | type = ...,
-                    items_fallbacks: tuple[str, ...] | type = ...) -> Blueprint:
+    def with_fields(self, fields: dict[str, FieldSpec], items: Any = ...,
+                    items_fallbacks: Any = ...) -> Blueprint:
+        """A copy with other fields (and, when given, another `items` selector: a str or None)."""
         # A new primary `items` drops the old fallbacks unless they are given too.
         if items_fallbacks is ...:
             items_fallbacks = self.items_fallbacks if items is ... else ()

@@ -38,7 +38,7 @@ def should_quarantine(outcome: str, failed_in_window: int, budget: int, state: s
 
 def has_good_past(success_count: int | None) -> bool:
     """Healing needs something to heal towards: at least one scrape that passed validation."""
-    return bool(success_count) and success_count > 0
+    return success_count is not None and success_count > 0
 
 
 def systemic_hosts(failures: Iterable[tuple[str | None, str | None]], fingerprint: str | None) -> list[str]:

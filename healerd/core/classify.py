@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 SHORT_PAGE = 1000           # visible characters: a challenge/denial page is shorter than this
 TINY_PAGE = 300             # ... a page that is nothing but a vendor's script and a line of text
@@ -95,7 +95,7 @@ def _login_wall(tree: LexborHTMLParser) -> str | None:
     if pw is None:
         return None
     total = len(_visible_text(tree))
-    form = pw
+    form: LexborNode | None = pw
     while form is not None and form.tag != "form":
         form = form.parent
     form_text = len(" ".join(form.text(deep=True, separator=" ").split())) if form is not None else 0

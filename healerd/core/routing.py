@@ -21,7 +21,7 @@ SELECTORS = "selectors"
 RELOCATE = "relocate"
 DECLINE = "decline"
 
-_WHY_NOT = {
+_WHY_NOT: dict[str | None, str] = {
     errors.NETWORK: "a network failure (DNS, connection refused) is not the parser's fault: no healing",
     errors.BLOCKED: "the page is a bot challenge or login wall: healing selectors cannot help",
     errors.TIMEOUT: "the site is slow: the schedule backs off instead of healing",

@@ -387,6 +387,7 @@ def secret_values(url: Any = None, headers: Any = None, cookies: Any = None) -> 
 
     found: set[str] = set(source_secrets(headers, cookies))
     if isinstance(url, str) and url:
+        users: tuple[str | None, ...]
         try:
             parts = urlsplit(url)
             users = (parts.username, parts.password)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")   # as the attempt budget counts them
 RUNGS = ("memory", "builtin", "external")
@@ -69,13 +70,14 @@ def compute(*, fixes: list[dict], sources: int, quarantined: int, healer_calls: 
     for c in healer_calls:
         by_outcome[c["outcome"]] = by_outcome.get(c["outcome"], 0) + 1
     median_rec = statistics.median(recovery) if recovery else None
-    out = {
+    p90_rec = percentile(recovery, 90)
+    out: dict[str, Any] = {
         "window_s": window_s,
         "fix_success_rate": _rate(len(promoted), len(attempts)),
         "false_positive_rate": _rate(len(false_pos), len(judged)),
         "quarantine_rate": _rate(quarantined, sources),
         "median_recovery_s": round(median_rec, 3) if median_rec is not None else None,
-        "p90_recovery_s": round(percentile(recovery, 90), 3) if recovery else None,
+        "p90_recovery_s": round(p90_rec, 3) if p90_rec is not None else None,
         "heals_by_rung": by_rung,
         "healer_calls": {"count": len(healer_calls),
                          "median_latency_ms": round(statistics.median(latencies), 1) if latencies else None,
