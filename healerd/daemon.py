@@ -23,7 +23,7 @@ from healerd.actors.alerter import Alerter
 from healerd.actors.base import fetch_config
 from healerd.actors.deployer import Deployer
 from healerd.actors.doctor import Doctor
-from healerd.actors.messages import Ping, Tick
+from healerd.actors.messages import ForgetHistory, Ping, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scheduler import Drain, Scheduler
 from healerd.actors.scraper import Scraper
@@ -265,17 +265,17 @@ class Daemon:
                     continue
                 try:
                     if name not in known:
-                        self.registry.write("add_source", name, bp, "sources_dir")
+                        self.registry.write(Ledger.add_source, name, bp, "sources_dir")
                         out["added"].append(name)
                     elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
-                        self.registry.write("update_blueprint", name, bp)
-                        self.registry.tell("validator", f"forget:{name}")
+                        self.registry.write(Ledger.update_blueprint, name, bp)
+                        self.registry.tell("validator", ForgetHistory(name))
                         out["changed"].append(name)
                 except Exception as exc:
                     out["errors"][path.name] = str(exc)
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
-                    self.registry.write("remove_source", name)
+                    self.registry.write(Ledger.remove_source, name)
                     out["removed"].append(name)
         if any(out[k] for k in ("added", "changed", "removed")):
             log.info("sources_dir reloaded: %d added, %d changed, %d removed",

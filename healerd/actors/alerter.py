@@ -29,6 +29,7 @@ from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store.db import connect, open_db
+from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.alerter")
 
@@ -201,6 +202,6 @@ class Alerter(pykka.ThreadingActor):
         # another thread could land between them.
         sys.stderr.write(format_line(alert) + "\n")
         sys.stderr.flush()
-        self.registry.write_later("insert_alert", alert, now)
+        self.registry.write_later(Ledger.insert_alert, alert, now)
         if self.webhook:
             self.webhook.submit(alert)

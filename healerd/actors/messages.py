@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,12 +55,20 @@ class ScrapeDone:
 
 @dataclass(frozen=True)
 class WriteJob:
-    """Anyone -> StoreWriter: call Ledger.<method>(*args, **kwargs) in one transaction."""
-    method: str
+    """Anyone -> StoreWriter: call method(ledger, *args, **kwargs) in one transaction.
+
+    `method` is a Ledger method, unbound (`Ledger.record_fix`): see ActorRegistry.write."""
+    method: Callable[..., Any]
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     request_id: str | None = None     # resolve this waiter with the result
     then: tuple | None = None         # (role, message) told once the write is done, committed or not
+
+
+@dataclass(frozen=True)
+class ForgetHistory:
+    """Control/daemon -> Validator: a source's blueprint changed; drop its cached history."""
+    name: str
 
 
 @dataclass(frozen=True)

@@ -52,16 +52,16 @@ class StoreWriter(ServiceActor):
                                                           f"not attempted (retrying with backoff)"))
         try:
             with write_transaction(self.conn):  # read-then-write safe against other connections' commits
-                result = getattr(self.ledger, message.method)(*message.args, **message.kwargs)
+                result = message.method(self.ledger, *message.args, **message.kwargs)
         except Exception as exc:  # never let one bad write stop the writer
             if is_storage_fault(exc):
                 if self.faults.failed(exc):
-                    self._storage_fault(message.method)
+                    self._storage_fault(message.method.__name__)
                 else:
-                    log.debug("write %s failed again: %s", message.method, exc)
+                    log.debug("write %s failed again: %s", message.method.__name__, exc)
             elif not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (
                     "IllegalTransition", "SourceExists", "VersionNotFound", "MemoryError_"):
-                log.exception("write %s failed", message.method)
+                log.exception("write %s failed", message.method.__name__)
             # The transaction rolled back; a lifecycle model it had moved must follow.
             self.ledger.resync_models()
             failure = Failure(exc)

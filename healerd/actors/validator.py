@@ -12,7 +12,7 @@ import logging
 import time
 
 from healerd.actors.base import ServiceActor
-from healerd.actors.messages import ExtractedPage, ScrapeDone
+from healerd.actors.messages import ExtractedPage, ForgetHistory, ScrapeDone
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
@@ -20,7 +20,7 @@ from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
 from healerd.core.validate import validate
 from healerd.store.db import row
-from healerd.store.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
+from healerd.store.ledger import ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
 
 log = logging.getLogger("healerd.validator")
 
@@ -110,8 +110,8 @@ class Validator(ServiceActor):
     def handle(self, message):
         if isinstance(message, ExtractedPage):
             self._handle(message)
-        elif isinstance(message, str) and message.startswith("forget:"):
-            self.history.pop(message[7:], None)
+        elif isinstance(message, ForgetHistory):
+            self.history.pop(message.name, None)
         return None
 
     def _handle(self, page: ExtractedPage) -> None:
@@ -138,5 +138,5 @@ class Validator(ServiceActor):
                                     error=f"internal error while validating: {exc}", request_id=job.request_id)
         # The Scheduler hears ScrapeDone from the StoreWriter once the outcome (and the next
         # run time) is committed, so it never sees the source as due again before that.
-        self.registry.write_later("record_scrape", outcome, request_id=job.request_id,
-                                  then=("scheduler", ScrapeDone(job.name, job.host)))
+        self.registry.write_then(("scheduler", ScrapeDone(job.name, job.host)), job.request_id,
+                                 Ledger.record_scrape, outcome)

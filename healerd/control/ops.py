@@ -11,9 +11,11 @@ import json
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 from healerd import __version__
+from healerd.actors.messages import ForgetHistory
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.adapters.browser import check_source as check_browser_source
@@ -24,7 +26,11 @@ from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, versions
 from healerd.store.db import connect, row, scalar
+from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import IllegalTransition, human_refusal
+from healerd.store.memory import FixMemory
+
+P = ParamSpec("P")
 
 if TYPE_CHECKING:
     from healerd.daemon import Daemon
@@ -92,7 +98,7 @@ class ControlOps:
         except Exception as exc:
             raise to_control_error(exc) from None
 
-    def _write(self, method: str, *args, **kwargs):
+    def _write(self, method: Callable[Concatenate[Ledger, P], Any], /, *args: P.args, **kwargs: P.kwargs) -> Any:
         return self.daemon.registry.write(method, *args, **kwargs)
 
     # -- reading ---------------------------------------------------------------------------
@@ -203,8 +209,8 @@ class ControlOps:
         check_name(name)
         bp = from_dict(blueprint, url=url, require_url=True)
         check_browser_source(bp, self.daemon.config.browser)
-        result = self._write("add_source", name, bp, "cli")
-        self.daemon.registry.tell("validator", f"forget:{name}")
+        result = self._write(Ledger.add_source, name, bp, "cli")
+        self.daemon.registry.tell("validator", ForgetHistory(name))
         return result
 
     def op_update(self, name: str, blueprint: dict, url: str | None = None):
@@ -214,10 +220,10 @@ class ControlOps:
         if not bp.url:
             bp = bp.with_url(sources.get(self.conn, name)["url"])
         try:
-            result = self._write("replace_blueprint", name, bp)
+            result = self._write(Ledger.replace_blueprint, name, bp)
         except ValueError as exc:
             raise ControlError("refused", str(exc)) from None
-        self.daemon.registry.tell("validator", f"forget:{name}")
+        self.daemon.registry.tell("validator", ForgetHistory(name))
         rid = self.daemon.waiters.new()
         self.daemon.registry.tell("scheduler", RunNow(name, rid))
         scrape = self._wait(rid, RUN_WAIT_S, f"the scrape of {name}")
@@ -234,30 +240,30 @@ class ControlOps:
             where = " or ".join(files) or f"{name}.toml / {name}.json in {folder}"
             raise ControlError("refused", f"{name} comes from the sources directory: delete {where}, then "
                                           f"`healerctl reload` (or SIGHUP) removes it")
-        return self._write("remove_source", name)
+        return self._write(Ledger.remove_source, name)
 
     def op_pause(self, name: str):
         check_name(name)
-        return self._write("set_paused", name, True)
+        return self._write(Ledger.set_paused, name, True)
 
     def op_resume(self, name: str):
         check_name(name)
-        return self._write("set_paused", name, False)
+        return self._write(Ledger.set_paused, name, False)
 
     def op_unquarantine(self, name: str, reason: str | None = None):
         check_name(name)
-        return self._write("unquarantine", name, reason or "")
+        return self._write(Ledger.unquarantine, name, reason or "")
 
     def op_rollback(self, name: str, to: int | None = None):
         check_name(name)
-        return self._write("rollback", name, to)
+        return self._write(Ledger.rollback, name, to)
 
     def op_approve(self, name: str, version: int):
         check_name(name)
-        return self._write("approve", name, int(version))
+        return self._write(Ledger.approve, name, int(version))
 
     def op_resume_healing(self):
-        return self._write("resume_healing")
+        return self._write(Ledger.resume_healing)
 
     def op_reload(self):
         # The same as SIGHUP (config and sources_dir), run by the main loop; answered once it is done.
@@ -318,5 +324,5 @@ class ControlOps:
         return FixMemory(self.conn).global_stats()
 
     def op_memory_forget(self, id: str):
-        self._write("memory", "forget", issue_id=id)
+        self._write(Ledger.memory, FixMemory.forget, issue_id=id)
         return {"forgotten": id}

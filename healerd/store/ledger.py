@@ -17,7 +17,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -29,6 +29,8 @@ from healerd.store import alerts as alerts_store
 from healerd.store import fixes, lifecycle, probation, records, snapshots, sources, tasks, versions
 from healerd.store.db import row, rows, scalar
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
+
+R = TypeVar("R")
 
 HALT_KEY = "systemic_halt"
 ITEM_COUNT_MEMORY = 20
@@ -658,10 +660,11 @@ class Ledger:
                               "outcome, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               (name, cycle, backend, started_at, duration_ms, http_status, outcome, reason[:1000]))
 
-    def memory(self, method: str, **kwargs):
+    def memory(self, method: Callable[..., R], /, **kwargs: Any) -> R:
+        """Run a FixMemory method (unbound: `FixMemory.search`) on the writer's connection."""
         from healerd.store.memory import FixMemory
 
-        return getattr(FixMemory(self.conn, clock=self.clock), method)(**kwargs)
+        return method(FixMemory(self.conn, clock=self.clock), **kwargs)
 
     def call(self, fn: Callable, *args, **kwargs):
         """Run a store function on the writer's connection (for the few one-off writes)."""
