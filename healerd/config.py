@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from healerd import __version__
+from healerd.core.errors import HealerdError
 from healerd.core.sanitize import Secret
 from healerd.core.timeutil import parse_duration
 
@@ -22,7 +23,7 @@ LADDER_RUNGS = ("memory", "builtin", "external")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, HealerdError):
     pass
 
 

@@ -36,6 +36,7 @@ from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
 from healerd.core.blueprint import BlueprintError, load_file
+from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
 from healerd.store.db import db_path as make_db_path
@@ -47,7 +48,7 @@ log = logging.getLogger("healerd")
 LOCK_FILE = "healerd.lock"
 
 
-class StateDirInUse(Exception):
+class StateDirInUse(HealerdError):
     """Another healerd holds the state dir's lock."""
 
     def __init__(self, state_dir: str, pid: int | None):

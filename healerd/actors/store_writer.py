@@ -15,6 +15,7 @@ from healerd.actors.base import ServiceActor
 from healerd.actors.messages import Alert, WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
+from healerd.core.errors import Refusal
 from healerd.store.db import write_transaction
 from healerd.store.faults import StorageFaults, StorageUnavailable, is_storage_fault
 from healerd.store.ledger import Effects, Ledger
@@ -59,8 +60,7 @@ class StoreWriter(ServiceActor):
                     self._storage_fault(message.method.__name__)
                 else:
                     log.debug("write %s failed again: %s", message.method.__name__, exc)
-            elif not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (
-                    "IllegalTransition", "SourceExists", "VersionNotFound", "MemoryError_"):
+            elif not isinstance(exc, (KeyError, ValueError, LookupError, Refusal)):
                 log.exception("write %s failed", message.method.__name__)
             # The transaction rolled back; a lifecycle model it had moved must follow.
             self.ledger.resync_models()

@@ -48,6 +48,7 @@ import httpx
 from healerd import __version__
 from healerd.core import errors
 from healerd.core.classify import detect_block
+from healerd.core.errors import HealerdError
 from healerd.core.sanitize import mask_url
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
@@ -96,7 +97,7 @@ class FetchResult:
     permanent_redirect: str | None   # the target of a 301/308 on the first hop, if any
 
 
-class FetchError(Exception):
+class FetchError(HealerdError):
     """A fetch that failed; `error_type` is a healerd.core.errors constant."""
 
     def __init__(self, error_type: str, message: str, *, url: str, status: int | None = None,

@@ -54,6 +54,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from healerd.core.errors import HealerdError
+
 ALLOWED_IMPORTS = (
     "re", "json", "datetime", "html", "math", "string", "itertools", "collections", "functools",
     "decimal", "unicodedata", "urllib.parse", "selectolax", "selectolax.lexbor",
@@ -82,7 +84,7 @@ _STDERR_KEEP = 4000
 log = logging.getLogger("healerd.sandbox")
 
 
-class ParserRejected(Exception):
+class ParserRejected(HealerdError):
     """A parser that may not run, or that failed when run; `reason` is one clear line."""
 
     def __init__(self, reason: str):

@@ -28,7 +28,7 @@ from healerd.store import fixes, probation, records, snapshots, sources, version
 from healerd.store.db import connect, row, scalar
 from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import IllegalTransition, human_refusal
-from healerd.store.memory import FixMemory
+from healerd.store.memory import FixMemory, FixMemoryError
 
 P = ParamSpec("P")
 
@@ -54,9 +54,8 @@ def to_control_error(exc: BaseException) -> ControlError:
                             {"state": exc.state, "trigger": exc.trigger})
     if isinstance(exc, sources.SourceExists):
         return ControlError("exists", str(exc))
-    if type(exc).__name__ == "MemoryError_":
-        return ControlError(getattr(exc, "code", "internal_error"), getattr(exc, "message", str(exc)),
-                            getattr(exc, "details", {}) or {})
+    if isinstance(exc, FixMemoryError):
+        return ControlError(exc.code, exc.message, exc.details or {})
     if isinstance(exc, TimeoutError):
         return ControlError("timeout", str(exc) or "timed out")
     return ControlError("internal_error", f"{type(exc).__name__}: {exc}")

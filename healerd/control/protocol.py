@@ -53,6 +53,8 @@ import struct
 import time
 from typing import Any
 
+from healerd.core.errors import HealerdError
+
 HEADER = struct.Struct(">I")
 MAX_REQUEST = 1_048_576          # what the server accepts
 MAX_RESPONSE = 256 * 1_048_576   # what the client accepts
@@ -73,7 +75,7 @@ ERROR_CODES = (
 )
 
 
-class ControlError(Exception):
+class ControlError(HealerdError):
     """An error answered over the control socket (the uniform error shape)."""
 
     def __init__(self, code: str, message: str, details: dict | None = None):

@@ -27,6 +27,7 @@ from typing import Any
 
 from healerd.control import protocol
 from healerd.control.protocol import ControlError
+from healerd.core.errors import HealerdError
 
 log = logging.getLogger("healerd.control")
 
@@ -45,7 +46,7 @@ class PeerCred:
     gid: int
 
 
-class ControlServerError(RuntimeError):
+class ControlServerError(RuntimeError, HealerdError):
     """The control socket cannot be set up."""
 
 

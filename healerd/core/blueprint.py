@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
+from healerd.core.errors import HealerdError
 from healerd.core.timeutil import parse_duration
 
 FIELD_TYPES = ("str", "int", "float")
@@ -43,7 +44,7 @@ _FIELD_KEYS = {"css", "attr", "type", "required"}
 _PROBE = LexborHTMLParser("<html><body><p>probe</p></body></html>")
 
 
-class BlueprintError(ValueError):
+class BlueprintError(ValueError, HealerdError):
     """A blueprint that cannot be used; `key` names the offending key."""
 
     def __init__(self, key: str, message: str):

@@ -1,4 +1,20 @@
-"""The error classes a failed scrape is sorted into (Doctor spec + NETWORK and BLOCKED)."""
+"""The error classes a failed scrape is sorted into, and the base of healerd's exceptions.
+
+Every exception healerd raises on purpose derives from `HealerdError` (most also from the
+builtin they always were: a missing source is still a KeyError, a bad blueprint a
+ValueError). `Refusal` marks the expected ones: a request the daemon turns down (a source
+that exists, a transition its state forbids, an unknown version, a bad fix-memory call);
+the StoreWriter answers them with one line and logs no traceback.
+"""
+
+
+class HealerdError(Exception):
+    """The base of every exception healerd raises on purpose."""
+
+
+class Refusal(HealerdError):
+    """An expected refusal of a request: reported in one line, never logged as a crash."""
+
 
 HTTP_ERROR = "HTTP_ERROR"          # 4xx/5xx, redirect loop
 PARSE_ERROR = "PARSE_ERROR"        # selectors match nothing / required fields null

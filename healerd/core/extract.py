@@ -27,6 +27,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.errors import HealerdError
 
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
 MAX_ELEMENTS = 250_000
@@ -51,7 +52,7 @@ class PageLimits:
     max_depth: int = MAX_DEPTH
 
 
-class PageTooLarge(ValueError):
+class PageTooLarge(ValueError, HealerdError):
     """A page over a work bound (elements, nesting, items); `error_type` is TOO_LARGE."""
 
     error_type = errors.TOO_LARGE

@@ -26,6 +26,7 @@ from collections import Counter
 
 from selectolax.lexbor import LexborHTMLParser
 
+from healerd.core.errors import HealerdError
 from healerd.core.extract import PageTooLarge, check_page
 
 PATH_DEPTH = 8              # levels of the path shown per line
@@ -40,7 +41,7 @@ TOO_LARGE_NOTE = "# no structural diff: the {which} page is too large to compare
 OVER_BUDGET_NOTE = "# no structural diff: comparing the pages took more than its {budget:g}s budget"
 
 
-class DiffBudgetExceeded(Exception):
+class DiffBudgetExceeded(HealerdError):
     """The structural diff ran past its time budget."""
 
 

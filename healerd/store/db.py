@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 import apsw.bestpractice
 
+from healerd.core.errors import HealerdError
 from healerd.store import migrations
 
 DB_FILENAME = "healerd.db"
@@ -86,7 +87,7 @@ def open_db(path: str | os.PathLike) -> apsw.Connection:
     return conn
 
 
-class DatabaseCorrupt(Exception):
+class DatabaseCorrupt(HealerdError):
     """The database file fails SQLite's integrity check (or is not a database at all)."""
 
 

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import apsw
 
+from healerd.core.errors import HealerdError
+
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 60.0
 _OS_FAULTS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(HealerdError):
     """A write refused while a storage fault episode backs off (nothing was attempted)."""
 
 

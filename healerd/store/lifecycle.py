@@ -22,6 +22,8 @@ import time
 import apsw
 from transitions import Machine, MachineError
 
+from healerd.core.errors import Refusal
+
 ACTIVE = "ACTIVE"
 DEGRADED = "DEGRADED"
 QUARANTINED = "QUARANTINED"
@@ -40,7 +42,7 @@ TRANSITIONS = (
 TRIGGERS = tuple(t["trigger"] for t in TRANSITIONS)
 
 
-class IllegalTransition(Exception):
+class IllegalTransition(Refusal):
     """A trigger that is not allowed from the source's current state; nothing changed."""
 
     def __init__(self, name: str, trigger: str, state: str):

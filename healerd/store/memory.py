@@ -12,7 +12,7 @@ to that source again.
 
 Tables: memory_issues, memory_confirmations, memory_usage (schema.sql). Every
 public method that writes does so in one transaction (`with conn:`). Errors
-raise MemoryError_, whose `to_dict()` is a uniform error shape ({code, message, details}).
+raise FixMemoryError, whose `to_dict()` is a uniform error shape ({code, message, details}).
 
 Confidence is the mean of a Beta(2, 2) prior updated by outcomes:
 (successes + 2) / (successes + failures + 4), where successes is
@@ -36,6 +36,7 @@ from typing import Any
 import apsw
 
 from healerd.core.blueprint import Blueprint, BlueprintError, check_selector
+from healerd.core.errors import Refusal
 from healerd.core.sanitize import find_secrets, mask_mapping, mask_text
 from healerd.core.timeutil import iso
 from healerd.store.db import row, rows, scalar
@@ -58,7 +59,7 @@ W_TEMPLATE = 0.10
 W_ERROR = 0.05
 
 
-class MemoryError_(Exception):
+class FixMemoryError(Refusal):
     """A fix-memory request that cannot be served; `to_dict()` is the uniform error shape."""
 
     def __init__(self, code: str, message: str, details: dict | None = None):
@@ -109,7 +110,7 @@ def _loads(text: str | None, default: Any) -> Any:
 
 def _need_str(value: Any, key: str, allow_empty: bool = False) -> str:
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise MemoryError_("validation_error", f"{key}: expected a non-empty string", {"key": key})
+        raise FixMemoryError("validation_error", f"{key}: expected a non-empty string", {"key": key})
     return value.strip()
 
 
@@ -117,7 +118,7 @@ def _need_selectors(value: Any, key: str = "broken_selectors") -> list[str]:
     if value is None:
         return []
     if isinstance(value, str) or not all(isinstance(s, str) for s in value):
-        raise MemoryError_("validation_error", f"{key}: expected a list of CSS selector strings", {"key": key})
+        raise FixMemoryError("validation_error", f"{key}: expected a list of CSS selector strings", {"key": key})
     return sorted({s.strip() for s in value if s.strip()})
 
 
@@ -131,7 +132,7 @@ class FixMemory:
     # -- reading helpers ------------------------------------------------------------------
     def _issue(self, issue_id: Any) -> dict:
         if not isinstance(issue_id, str) or not issue_id.strip():
-            raise MemoryError_("validation_error", "issue_id: expected a non-empty string", {"key": "issue_id"})
+            raise FixMemoryError("validation_error", "issue_id: expected a non-empty string", {"key": "issue_id"})
         wanted = issue_id.strip()
         found = row(self.conn, "SELECT * FROM memory_issues WHERE issue_id = ?", (wanted,))
         if found is None and len(wanted) >= 4:
@@ -140,11 +141,11 @@ class FixMemory:
             matches = rows(self.conn, "SELECT * FROM memory_issues WHERE issue_id LIKE ? ESCAPE '\\' LIMIT 2",
                            (like,))
             if len(matches) > 1:
-                raise MemoryError_("validation_error", f"{wanted!r} is the start of more than one issue id: give more "
+                raise FixMemoryError("validation_error", f"{wanted!r} is the start of more than one issue id: give more "
                                                        f"of it (`healerctl memory` lists them)", {"issue_id": wanted})
             found = matches[0] if matches else None
         if found is None:
-            raise MemoryError_("not_found", f"no issue {issue_id!r} in the fix memory", {"issue_id": issue_id})
+            raise FixMemoryError("not_found", f"no issue {issue_id!r} in the fix memory", {"issue_id": issue_id})
         return found
 
     def _usage(self, event_type: str, issue_id: str | None, source_name: str | None,
@@ -171,7 +172,7 @@ class FixMemory:
         diff_sig = str(diff_sig or "")
         template_sig = str(template_sig or "")
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise MemoryError_("validation_error", "limit: expected a whole number >= 1", {"key": "limit"})
+            raise FixMemoryError("validation_error", "limit: expected a whole number >= 1", {"key": "limit"})
         now = self.clock()
         with self.conn:
             candidates = rows(
@@ -238,13 +239,13 @@ class FixMemory:
         root_cause = _need_str(root_cause, "root_cause", allow_empty=True)
         broken = _need_selectors(broken_selectors)
         if not isinstance(fix_bundle, dict) or not fix_bundle:
-            raise MemoryError_("validation_error", "fix_bundle: expected a non-empty object", {"key": "fix_bundle"})
+            raise FixMemoryError("validation_error", "fix_bundle: expected a non-empty object", {"key": "fix_bundle"})
         if environment is not None and not isinstance(environment, dict):
-            raise MemoryError_("validation_error", "environment: expected an object", {"key": "environment"})
+            raise FixMemoryError("validation_error", "environment: expected an object", {"key": "environment"})
         extra = [s for s in extra_secrets or () if isinstance(s, str)]
         parser = fix_bundle.get("parser") if fix_bundle.get("kind") == "parser" else None
         if fix_bundle.get("kind") == "parser" and (not isinstance(parser, str) or "def parse" not in parser):
-            raise MemoryError_("validation_error", "fix_bundle.parser: expected Python source defining parse(html)",
+            raise FixMemoryError("validation_error", "fix_bundle.parser: expected Python source defining parse(html)",
                                {"key": "fix_bundle.parser"})
 
         keep = FUNCTIONAL_KEYS + (("parser",) if parser is not None else ())
@@ -254,7 +255,7 @@ class FixMemory:
         try:
             bundle_text = _canonical(bundle)
         except (TypeError, ValueError) as exc:
-            raise MemoryError_("validation_error", f"fix_bundle: not JSON-serialisable ({exc})",
+            raise FixMemoryError("validation_error", f"fix_bundle: not JSON-serialisable ({exc})",
                                {"key": "fix_bundle"}) from None
         kinds = find_secrets(bundle_text, extra) + [f"selector:{k}" for k in find_secrets(" ".join(broken), extra)]
         if parser is not None:
@@ -317,7 +318,7 @@ class FixMemory:
         """
         source_name = _need_str(source_name, "source_name")
         if not isinstance(success, bool):
-            raise MemoryError_("validation_error", "success: expected true or false", {"key": "success"})
+            raise FixMemoryError("validation_error", "success: expected true or false", {"key": "success"})
         now = self.clock()
         with self.conn:
             c = self._issue(issue_id)
@@ -347,12 +348,12 @@ class FixMemory:
                      success: bool | None = None) -> None:
         """One usage event (search, fix_retrieved, fix_applied, fix_confirmed, issue_submitted)."""
         if event_type not in EVENT_TYPES:
-            raise MemoryError_("validation_error", f"event_type: expected one of {', '.join(EVENT_TYPES)}; "
+            raise FixMemoryError("validation_error", f"event_type: expected one of {', '.join(EVENT_TYPES)}; "
                                f"got {event_type!r}", {"key": "event_type"})
         if issue_id is not None and not isinstance(issue_id, str):
-            raise MemoryError_("validation_error", "issue_id: expected a string or null", {"key": "issue_id"})
+            raise FixMemoryError("validation_error", "issue_id: expected a string or null", {"key": "issue_id"})
         if source_name is not None and not isinstance(source_name, str):
-            raise MemoryError_("validation_error", "source_name: expected a string or null", {"key": "source_name"})
+            raise FixMemoryError("validation_error", "source_name: expected a string or null", {"key": "source_name"})
         with self.conn:
             self._usage(event_type, issue_id, source_name, success, self.clock())
 

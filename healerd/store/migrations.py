@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import apsw
 
+from healerd.core.errors import HealerdError
+
 SCHEMA_VERSION = 2
 
 
@@ -47,7 +49,7 @@ def _v1_to_v2(conn: apsw.Connection) -> None:
 STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2}
 
 
-class SchemaTooNew(RuntimeError):
+class SchemaTooNew(RuntimeError, HealerdError):
     pass
 
 

@@ -8,11 +8,12 @@ import time
 import apsw
 
 from healerd.core.blueprint import Blueprint, from_json
+from healerd.core.errors import Refusal
 from healerd.core.timeutil import iso
 from healerd.store.db import row, rows, scalar
 
 
-class VersionNotFound(KeyError):
+class VersionNotFound(KeyError, Refusal):
     def __str__(self) -> str:
         return str(self.args[0])
 
