@@ -16,13 +16,12 @@ than on the old values found again); and any candidate while the source is flagg
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import Extraction
-from healerd.core.validate import ValidationResult, validate
+from healerd.core.validate import ValidationResult, validate, value_shape
 
 LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
 
@@ -30,9 +29,10 @@ PROMOTE = "promote"
 STAGE = "stage"
 REJECT = "reject"
 
-_NUM = re.compile(r"^[\s$€£¥+-]*\d[\d,.\s]*%?$")
-_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d)",
-                   re.I)
+# The judge compares the candidate's values with the last good ones and accepts a looser
+# majority than the validator's drift check (validate.SHAPE_MAJORITY); both classify a value
+# with the one validate.value_shape.
+JUDGE_SHAPE_MAJORITY = 0.6
 
 
 @dataclass
@@ -45,22 +45,6 @@ class Verdict:
     def to_dict(self) -> dict:
         return {"action": self.action, "reason": self.reason, "problems": self.problems,
                 "validation": self.validation.to_dict() if self.validation else None}
-
-
-def value_shape(v) -> str:
-    """A coarse class of a value: empty, number, url, date, text."""
-    if v is None or v == "":
-        return "empty"
-    if isinstance(v, (int, float)):
-        return "number"
-    s = str(v).strip()
-    if s.startswith(("http://", "https://", "/")) and " " not in s:
-        return "url"
-    if _NUM.match(s):
-        return "number"
-    if _DATE.search(s) and len(s) < 40:
-        return "date"
-    return "text"
 
 
 def _field_values(data, name: str) -> list:
@@ -76,7 +60,7 @@ def _dominant_shape(values: list) -> str | None:
     if not shapes:
         return None
     best = max(sorted(set(shapes)), key=shapes.count)
-    return best if shapes.count(best) / len(shapes) >= 0.6 else None
+    return best if shapes.count(best) / len(shapes) >= JUDGE_SHAPE_MAJORITY else None
 
 
 def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
