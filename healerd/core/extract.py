@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, FieldSpec
@@ -81,7 +81,7 @@ def parse_html(html: str | bytes) -> LexborHTMLParser:
     return LexborHTMLParser(html)
 
 
-def node_value(node, attr: str | None) -> str | None:
+def node_value(node: LexborNode | None, attr: str | None) -> str | None:
     if node is None:
         return None
     if attr:
@@ -126,7 +126,7 @@ class Extraction:
     item_count: int | None  # None for single-record blueprints
 
 
-def first_node(root, selectors: tuple[str, ...]):
+def first_node(root: LexborNode | LexborHTMLParser, selectors: tuple[str, ...]) -> LexborNode | None:
     """The first match of the first selector that matches anything under `root`, or None."""
     for css in selectors:
         node = root.css_first(css)
@@ -135,7 +135,7 @@ def first_node(root, selectors: tuple[str, ...]):
     return None
 
 
-def item_nodes(tree, selectors: tuple[str, ...]) -> list:
+def item_nodes(tree: LexborHTMLParser, selectors: tuple[str, ...]) -> list[LexborNode]:
     """The item nodes of the first `items` selector that matches any node."""
     for css in selectors:
         nodes = tree.css(css)
@@ -144,7 +144,7 @@ def item_nodes(tree, selectors: tuple[str, ...]) -> list:
     return []
 
 
-def _record(root, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
+def _record(root: LexborNode | LexborHTMLParser, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
     data: dict[str, Any] = {}
     raw: dict[str, str | None] = {}
     for name, spec in fields.items():

@@ -23,8 +23,9 @@ import hashlib
 import re
 import time
 from collections import Counter
+from collections.abc import Iterator
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from healerd.core.errors import HealerdError
 from healerd.core.extract import PageTooLarge, check_page
@@ -58,7 +59,7 @@ _DIGITS = re.compile(r"\d+")
 _REPEAT = re.compile(r"^(.*)  \(x(\d+)\)$")
 
 
-def _segment(node, with_id: bool = True) -> str:
+def _segment(node: LexborNode, with_id: bool = True) -> str:
     """`tag#id.class1.class2` for one element."""
     attrs = node.attributes
     seg = node.tag or "?"
@@ -76,7 +77,7 @@ def _segment(node, with_id: bool = True) -> str:
 
 
 def _walk(html: str, with_text: bool, max_depth: int | None = None, with_ids: bool = True,
-          clock: _Clock | None = None):
+          clock: _Clock | None = None) -> Iterator[tuple[list[str], str]]:
     """Yield (segments, own_text) per element below <body>, in document order.
 
     `segments` is the live path stack (copy it to keep it). One pass over the
@@ -268,7 +269,7 @@ def _range(start: int, stop: int) -> str:
     return f"{start if length == 0 else start + 1},{length}"
 
 
-def _unified(a: list[str], b: list[str], offset: int):
+def _unified(a: list[str], b: list[str], offset: int) -> Iterator[str]:
     """difflib's unified diff (n=2) with line numbers shifted by `offset`, and long runs of
     removed or added lines cut at BLOCK_LINES each, so a truncated diff shows both sides."""
     yield "--- last-good"
@@ -289,7 +290,7 @@ def _unified(a: list[str], b: list[str], offset: int):
                 yield from _capped("+", b[j1:j2], "added")
 
 
-def _capped(sign: str, lines: list[str], what: str):
+def _capped(sign: str, lines: list[str], what: str) -> Iterator[str]:
     for line in lines[:BLOCK_LINES]:
         yield sign + line
     if len(lines) > BLOCK_LINES:

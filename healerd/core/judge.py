@@ -17,6 +17,7 @@ than on the old values found again); and any candidate while the source is flagg
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from healerd.core.blueprint import Blueprint
@@ -47,7 +48,7 @@ class Verdict:
                 "validation": self.validation.to_dict() if self.validation else None}
 
 
-def _field_values(data, name: str) -> list:
+def _field_values(data: Any, name: str) -> list:
     if isinstance(data, list):
         return [d.get(name) for d in data if isinstance(d, dict)]
     if isinstance(data, dict):
@@ -87,7 +88,7 @@ def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
 
 def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction, html: str, *,
           production_ex: Extraction | None = None, recent_counts: list[int] | None = None,
-          last_good=None, flagged_for_review: bool = False, status: int = 200,
+          last_good: Any = None, flagged_for_review: bool = False, status: int = 200,
           confidence: float | None = None) -> Verdict:
     """Decide promote / stage / reject for a candidate extraction on the live page.
 

@@ -190,7 +190,7 @@ def plan_before_heal(*, error_type: str | None, production: Trial, previous: Tri
 
 
 def trial(version: int, bp: Blueprint, html: str, *, run: Callable[[Blueprint, str], Extraction],
-          extraction: Extraction | None = None, recent_counts: list[int] | None = None, last_good=None,
+          extraction: Extraction | None = None, recent_counts: list[int] | None = None, last_good: Any = None,
           status: int = 200) -> Trial:
     """Run one version on a page with `run` (the production parser: selectors in-process, code
     in the sandbox; or take the extraction it already gave) and validate it."""

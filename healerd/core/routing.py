@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import html as htmllib
 import re
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core import errors
+from healerd.core.blueprint import Blueprint
 
 SELECTORS = "selectors"
 RELOCATE = "relocate"
@@ -80,13 +82,13 @@ def relocation_candidates(old_url: str, sitemap_xml: str | None, pages: list[tup
     return [u for u, _ in ranked[:limit]]
 
 
-def _as_list(data) -> list[dict]:
+def _as_list(data: Any) -> list[dict]:
     if isinstance(data, dict):
         return [data]
     return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
 
 
-def resembles_last_good(candidate, last_good) -> tuple[bool, str]:
+def resembles_last_good(candidate: Any, last_good: Any) -> tuple[bool, str]:
     """Does a relocation candidate's output look like the last good records? (ok, why not)
 
     Without last good records there is nothing to compare with, so never. Otherwise the candidate
@@ -110,7 +112,7 @@ def resembles_last_good(candidate, last_good) -> tuple[bool, str]:
     return True, ""
 
 
-def broken_selectors(blueprint, failed_fields: list[str]) -> list[str]:
+def broken_selectors(blueprint: Blueprint, failed_fields: list[str]) -> list[str]:
     out = []
     for name in failed_fields:
         f = blueprint.fields.get(name)

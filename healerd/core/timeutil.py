@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def parse_duration(value, key: str = "duration") -> float:
+def parse_duration(value: Any, key: str = "duration") -> float:
     """Seconds from a number or a string with an s/m/h/d suffix; ValueError naming `key`."""
     if isinstance(value, bool):
         raise ValueError(f"{key}: expected a duration like 30, \"30s\", \"15m\", \"2h\", \"7d\"; got {value!r}")

@@ -73,7 +73,7 @@ def is_weak(value: str) -> bool:
 
 def describe(page: Page, i: int) -> str:
     """A short human name for a node: tag.classes inside its parent's tag.classes."""
-    def one(k):
+    def one(k: int) -> str:
         return page.tags[k] + "".join("." + c for c in page.classes(k)[:2])
     p = page.parent[i]
     return (one(p) + " > " if p >= 0 else "") + one(i)
