@@ -94,4 +94,4 @@ def upgrade(conn: apsw.Connection, schema_sql: str, target: int | None = None,
             version += 1
         conn.execute(schema_sql)
         conn.execute(f"PRAGMA user_version = {int(target)}")
-        return found
+    return found

@@ -57,7 +57,7 @@ def promote(conn: apsw.Connection, name: str, version: int, *, validation: dict 
                      (now, by, json.dumps(validation) if validation else None, name, version))
         conn.execute("UPDATE sources SET current_version = ?, blueprint = CASE WHEN ? = 'human' THEN ? ELSE blueprint END, "
                      "updated_at = ? WHERE name = ?", (version, target["origin"], target["body"], now, name))
-        return prev
+    return prev
 
 
 def reject(conn: apsw.Connection, name: str, version: int, reason: str, validation: dict | None = None) -> None:
