@@ -23,11 +23,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psutil
 
-from healerd.blueprint import from_dict
-from healerd.browser import BrowserPool
+from healerd.adapters.browser import BrowserPool
+from healerd.adapters.fetch import FetchConfig, Fetcher
 from healerd.config import BrowserSection
-from healerd.extract import extract
-from healerd.fetch import FetchConfig, Fetcher
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import extract
 
 BP = {"items": "table.stats tr.player",
       "fields": {"name": {"css": "td.name"}, "score": {"css": "td.score", "type": "int"}}}

@@ -50,12 +50,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from healerd.blueprint import Blueprint, FieldSpec
+from benchutil import bin_cmd, percentile
+
 from healerd.control import client, protocol
+from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import sources
 from healerd.store.db import db_path, open_db
-
-from benchutil import bin_cmd, percentile
 
 TARGET_P99_MS = 50.0
 TABLE = {"table": True}   # the status request healerctl sends: the fleet as columns and rows

@@ -18,10 +18,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from healerd.blueprint import from_dict
-from healerd.extract import extract
-from healerd.fetch import FetchConfig, Fetcher
-from healerd.validate import validate
+from healerd.adapters.fetch import FetchConfig, Fetcher
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import extract
+from healerd.core.validate import validate
 
 
 def big_page(target: int = 100_000) -> bytes:

@@ -26,11 +26,12 @@ import re
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract
-from healerd.heal.builtin import heal
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
 
 
 def load_cases(root: str, needle: str | None) -> list[tuple[str, dict]]:
@@ -145,7 +146,8 @@ def kind_table(rows: list[dict]) -> list[str]:
         healable = [r for r in rs if r["heal_possible"] and not r["no_break"]]
         neg = [r for r in rs if not r["heal_possible"]]
         ctrl = [r for r in rs if r["no_break"]]
-        frac = lambda part, whole: f"{part}/{len(whole)}" if whole else "-"
+        def frac(part, whole):
+            return f"{part}/{len(whole)}" if whole else "-"
         out.append(f"{k:<28} {len(rs):>5} "
                    f"{frac(sum(r['verdict'] == 'healed' for r in healable), healable):>9} "
                    f"{sum(r['verdict'] in ('WRONG', 'CONTROL-CHANGED') for r in rs):>5} "

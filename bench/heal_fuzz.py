@@ -30,15 +30,15 @@ import os
 import random
 import statistics
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from selectolax.lexbor import LexborHTMLParser
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heal as bench  # noqa: E402  (bench/heal.py: loading cases, judging, the corpus number rule)
 
-from healerd.blueprint import Blueprint, FieldSpec  # noqa: E402
-from healerd.extract import extract  # noqa: E402
+from healerd.core.blueprint import Blueprint, FieldSpec  # noqa: E402
+from healerd.core.extract import extract  # noqa: E402
 
 MARK_FIELD = "data-fz-field"
 MARK_RECORD = "data-fz-record"
@@ -687,7 +687,8 @@ def table(rows: list[dict]) -> str:
         healable = [r for r in rs if r["heal_possible"] and not r["no_break"]]
         neg = [r for r in rs if not r["heal_possible"]]
         ctrl = [r for r in rs if r["no_break"]]
-        pct = lambda a, b: f"{100 * a / len(b):.1f}%" if b else "-"
+        def pct(a, b):
+            return f"{100 * a / len(b):.1f}%" if b else "-"
         lines.append(f"{m:<22} {len(rs):>5} "
                      f"{pct(sum(r['verdict'] == 'healed' for r in healable), healable):>7} "
                      f"{pct(sum(r['verdict'] in ('WRONG', 'CONTROL-CHANGED') for r in rs), rs):>7} "

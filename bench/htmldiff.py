@@ -16,8 +16,8 @@ import random
 import sys
 import time
 
-from healerd.htmldiff import diff_signature, structural_diff, structure_lines, template_signature
-from healerd.sanitize import mask_text
+from healerd.core.htmldiff import diff_signature, structural_diff, structure_lines, template_signature
+from healerd.core.sanitize import mask_text
 
 
 def shop(n: int, item_class: str = "product", seed: int = 0) -> str:

@@ -22,12 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.store import sources
-from healerd.store.db import open_db
-
 from benchutil import percentile
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.store import lifecycle, sources
+from healerd.store.db import open_db
 
 
 def time_reads(fn, times: int) -> list[float]:

@@ -49,8 +49,8 @@ TESTS = {
     "heal-refusal": ["tests/test_builtin_healer.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
 }
 
-V, E, L, S, B, H = ("healerd/validate.py", "healerd/extract.py", "healerd/lifecycle.py", "healerd/sanitize.py",
-                    "healerd/ledger.py", "healerd/heal/builtin.py")
+V, E, L, S, B, H = ("healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py",
+                    "healerd/store/ledger.py", "healerd/core/heal/builtin.py")
 F = "healerd/store/fixes.py"
 
 MUTANTS = [

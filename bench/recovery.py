@@ -50,10 +50,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from benchutil import bin_cmd, percentile
+
 from healerd.control import client
 from healerd.store.db import connect, db_path, rows
-
-from benchutil import bin_cmd, percentile
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent / "tests" / "data" / "corpus"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from healerd.heal.sandbox import RUNNER, StartedChild, check_parser_source, interpret, run_parser, runner_argv  # noqa: E402
+from healerd.adapters.sandbox import RUNNER, StartedChild, check_parser_source, interpret, run_parser, runner_argv  # noqa: E402
 
 PARSER = '''
 import re

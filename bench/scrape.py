@@ -321,8 +321,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     import logging
 
     from healerd.actors.messages import Ping, Tick
-    from healerd.blueprint import from_dict as blueprint_from_dict
     from healerd.config import from_dict as config_from_dict
+    from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.daemon import Daemon
     from healerd.store import sources
     from healerd.store.db import connect, open_db, rows
@@ -457,13 +457,14 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.actors.base import fetch_config
     from healerd.actors.messages import ExtractedPage, ScrapeJob
     from healerd.actors.validator import judge
-    from healerd.blueprint import from_dict as blueprint_from_dict
+    from healerd.adapters.fetch import Fetcher
     from healerd.config import Config
-    from healerd.fetch import Fetcher
-    from healerd.ledger import Ledger
+    from healerd.core.blueprint import from_dict as blueprint_from_dict
+    from healerd.core.classify import block_strength
     from healerd.store import sources
     from healerd.store.db import open_db
-    from healerd.workers import PageJob, process_page
+    from healerd.adapters.workers import PageJob, process_page
+    from healerd.store.ledger import Ledger
 
     config = Config()
     steps = ("fetch", "worker: hash+parse+extract+compress", "validate", "persist (groups of 16)")

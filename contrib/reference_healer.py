@@ -140,7 +140,7 @@ def make_handler(upstream: Upstream, token: str | None):
                 return self._answer(400, {"status": "error", "message": f"bad request: {exc}"})
             try:
                 content = upstream.complete(build_messages(req))
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 return self._answer(504, {"status": "timeout",
                                           "message": f"the model did not answer within {upstream.timeout:g}s"})
             except urllib.error.HTTPError as exc:

@@ -14,15 +14,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from healerd import __version__
-from healerd.sanitize import Secret
-from healerd.timeutil import parse_duration
+from healerd.core.errors import HealerdError
+from healerd.core.sanitize import Secret
+from healerd.core.timeutil import parse_duration
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
 LADDER_RUNGS = ("memory", "builtin", "external")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, HealerdError):
     pass
 
 
@@ -113,7 +114,7 @@ class Config:
     alerts: AlertsSection = field(default_factory=AlertsSection)
     browser: BrowserSection = field(default_factory=BrowserSection)
 
-    def with_env(self) -> "Config":
+    def with_env(self) -> Config:
         """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
         healer = self.healer
         if os.environ.get("CODE_HEALER_URL"):

@@ -13,33 +13,34 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pykka
 
 from healerd import __version__
 from healerd.actors.alerter import Alerter
+from healerd.actors.base import fetch_config
 from healerd.actors.deployer import Deployer
 from healerd.actors.doctor import Doctor
-from healerd.actors.messages import Ping, Tick
+from healerd.actors.messages import ForgetHistory, Ping, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scheduler import Drain, Scheduler
-from healerd.actors.base import fetch_config
 from healerd.actors.scraper import Scraper
 from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
-from healerd.blueprint import BlueprintError, load_file
-from healerd.browser import check_source as check_browser_source
+from healerd.adapters.browser import check_source as check_browser_source
+from healerd.adapters.sdnotify import notify, watchdog_interval
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
+from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
-from healerd.control_ops import ControlOps
-from healerd.ledger import Ledger
-from healerd.sdnotify import notify, watchdog_interval
+from healerd.core.blueprint import BlueprintError, load_file
+from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
 from healerd.store.db import db_path as make_db_path
+from healerd.store.ledger import Ledger
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
@@ -47,7 +48,7 @@ log = logging.getLogger("healerd")
 LOCK_FILE = "healerd.lock"
 
 
-class StateDirInUse(Exception):
+class StateDirInUse(HealerdError):
     """Another healerd holds the state dir's lock."""
 
     def __init__(self, state_dir: str, pid: int | None):
@@ -112,7 +113,7 @@ class Daemon:
         self._reload_waiters_lock = threading.Lock()
         self._stop_requested_at: float | None = None
         self._lock_fd: int | None = None
-        self.workers = None   # healerd.workers.WorkerPool: extraction processes, or None (in-process)
+        self.workers = None   # healerd.adapters.workers.WorkerPool: extraction processes, or None (in-process)
 
     # -- start-up --------------------------------------------------------------------
     def secure_paths(self) -> None:
@@ -144,9 +145,9 @@ class Daemon:
         return recovered
 
     def start_actors(self) -> None:
-        from healerd.browser import BrowserPool
-        from healerd.fetch import Fetcher
-        from healerd.robots import RobotsPolicy
+        from healerd.adapters.browser import BrowserPool
+        from healerd.adapters.fetch import Fetcher
+        from healerd.adapters.robots import RobotsPolicy
 
         cfg = self.config
         self.robots = RobotsPolicy(Fetcher(fetch_config(cfg))) if cfg.fetch.respect_robots else None
@@ -167,7 +168,7 @@ class Daemon:
 
     def _start_workers(self) -> None:
         """The extraction worker processes ([daemon] workers), kept across a reload that keeps their number."""
-        from healerd.workers import WorkerPool, worker_count
+        from healerd.adapters.workers import WorkerPool, worker_count
 
         want = worker_count(self.config.daemon.workers)
         if self.workers is not None and self.workers.size == want and not self.workers.closed:
@@ -285,17 +286,17 @@ class Daemon:
                     continue
                 try:
                     if name not in known:
-                        self.registry.write("add_source", name, bp, "sources_dir")
+                        self.registry.write(Ledger.add_source, name, bp, "sources_dir")
                         out["added"].append(name)
                     elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
-                        self.registry.write("update_blueprint", name, bp)
-                        self.registry.tell("validator", f"forget:{name}")
+                        self.registry.write(Ledger.update_blueprint, name, bp)
+                        self.registry.tell("validator", ForgetHistory(name))
                         out["changed"].append(name)
                 except Exception as exc:
                     out["errors"][path.name] = str(exc)
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
-                    self.registry.write("remove_source", name)
+                    self.registry.write(Ledger.remove_source, name)
                     out["removed"].append(name)
         if any(out[k] for k in ("added", "changed", "removed")):
             log.info("sources_dir reloaded: %d added, %d changed, %d removed",
@@ -394,8 +395,8 @@ class Daemon:
             self._lock_fd = None
 
     def _run(self) -> int:
+        from healerd.adapters.sandbox import log_confinement
         from healerd.control.server import ControlServer
-        from healerd.heal.sandbox import log_confinement
 
         try:
             self.check_storage()

@@ -8,7 +8,7 @@ import sys
 
 class _MaskingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        from healerd.sanitize import mask_text
+        from healerd.core.sanitize import mask_text
 
         return one_line(mask_text(super().format(record)))
 

@@ -18,12 +18,14 @@ import os
 import stat
 from pathlib import Path
 
+from healerd.core.errors import HealerdError
+
 PRIVATE_UMASK = 0o077
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-class UnsafePath(Exception):
+class UnsafePath(HealerdError):
     """A path the daemon refuses to use (a foreign symlink, another user's file)."""
 
 

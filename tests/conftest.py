@@ -35,7 +35,7 @@ def server():
 @pytest.fixture
 def fetcher():
     """The daemon's Fetcher with short timeouts."""
-    from healerd.fetch import FetchConfig, Fetcher
+    from healerd.adapters.fetch import FetchConfig, Fetcher
 
     f = Fetcher(FetchConfig(timeout=2.0, connect_timeout=2.0))
     yield f
@@ -173,7 +173,7 @@ dedupe_window = "1h"
 """
 
 
-def db_rows(d: "DaemonProc", sql: str, params=()) -> list[dict]:
+def db_rows(d: DaemonProc, sql: str, params=()) -> list[dict]:
     """Rows of a query on a daemon's database, read-only, beside the running daemon."""
     import apsw
 
@@ -207,7 +207,7 @@ class DaemonProc:
         """(stdout, stderr) for the daemon: both into daemon.log."""
         return self._log, subprocess.STDOUT
 
-    def start(self, wait: float = 20.0) -> "DaemonProc":
+    def start(self, wait: float = 20.0) -> DaemonProc:
         self._log = open(self.log_path, "ab")
         stdout, stderr = self._outputs()
         self.proc = subprocess.Popen(

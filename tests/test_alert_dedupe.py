@@ -93,9 +93,8 @@ def test_remembered_alerts_keep_the_window_across_a_new_deduper():
 
 
 def test_the_store_gives_back_only_alerts_with_no_transition_since(tmp_path):
-    from healerd import lifecycle
-    from healerd.blueprint import Blueprint, FieldSpec
-    from healerd.store import alerts, sources
+    from healerd.core.blueprint import Blueprint, FieldSpec
+    from healerd.store import alerts, lifecycle, sources
     from healerd.store.db import open_db
 
     conn = open_db(str(tmp_path / "healerd.db"))

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from healerd import breakers
-from healerd.healing import resembles_last_good
+from healerd.core import breakers
+from healerd.core.routing import resembles_last_good
 
 
 @pytest.mark.parametrize("max_attempts,retry_only,expected", [(3, False, 3), (3, True, 1), (1, False, 1),

@@ -14,15 +14,16 @@ import time
 
 import psutil
 import pytest
-
 from conftest import FAST_CONFIG
-from healerd import errors
-from healerd.blueprint import BlueprintError, from_dict
-from healerd.browser import BrowserPool, error_for, find_executable, unavailable
-from healerd.config import BrowserSection, ConfigError, from_dict as config_from_dict
-from healerd.extract import extract
-from healerd.fetch import FetchConfig, FetchError, Fetcher
 from sitepages import LISTING_BP, ROWS, write_blueprint
+
+from healerd.adapters.browser import BrowserPool, error_for, find_executable, unavailable
+from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
+from healerd.config import BrowserSection, ConfigError
+from healerd.config import from_dict as config_from_dict
+from healerd.core import errors
+from healerd.core.blueprint import BlueprintError, from_dict
+from healerd.core.extract import extract
 
 V1 = {"table": "stats", "row": "player", "name": "name", "score": "score"}
 V2 = {"table": "league-table", "row": "row-player", "name": "player-name", "score": "pts"}

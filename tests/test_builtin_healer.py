@@ -1,4 +1,4 @@
-"""Tests for the built-in selector healer (healerd.heal.builtin) on small pages of our own."""
+"""Tests for the built-in selector healer (healerd.core.heal.builtin) on small pages of our own."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import importlib.util
 import os
 
 import pytest
-
 from selectolax.lexbor import LexborHTMLParser
 
-from healerd.blueprint import Blueprint, FieldSpec, check_selector
-from healerd.extract import extract
-from healerd.deploy import LOW_CONFIDENCE
-from healerd.heal.builtin import HealResult, heal
+from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import HealResult, heal
+from healerd.core.judge import LOW_CONFIDENCE
 
 # real "site changed" cases (before/after pages and the truth; format in its README)
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "corpus")
@@ -166,8 +165,9 @@ def test_a_heal_on_the_old_values_is_confident_enough_to_promote():
 
 
 def test_coordinated_items_href_changes_with_its_link():
-    rows = lambda pre: "".join(f'<tr class="file"><td class="name"><a href="{pre}{n}.html">{n}</a></td><td>{s}</td></tr>'
-                               for n, s in [("cart.py", "15"), ("pricing.py", "11"), ("shipping.py", "9")])
+    def rows(pre):
+        return "".join(f'<tr class="file"><td class="name"><a href="{pre}{n}.html">{n}</a></td><td>{s}</td></tr>'
+                       for n, s in [("cart.py", "15"), ("pricing.py", "11"), ("shipping.py", "9")])
     before = page('<table class="index">' + rows("") + "</table>")
     after = page('<table class="report"><tbody>' + rows("z_abc_").replace('class="file"', 'class="region"')
                  .replace('class="name"', 'class="col-name"') + "</tbody></table>")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from healerd import errors
-from healerd.classify import detect_block, failure_fingerprint
+from healerd.core import errors
+from healerd.core.classify import detect_block, failure_fingerprint
 
 ARTICLE = " ".join(["The league table below lists every player with their score this season."] * 40)
 NAV = '<nav><a href="/">Home</a> <a href="/stats">Stats</a> <a href="/login">Log in</a></nav>'
@@ -180,7 +180,7 @@ def test_no_real_corpus_page_is_taken_for_a_block():
 
 
 def test_a_binary_answer_is_not_html_but_text_a_parser_could_read_is():
-    from healerd.classify import not_html_reason
+    from healerd.core.classify import not_html_reason
 
     assert not_html_reason(b"%PDF-1.7 ...", "application/pdf").startswith("not HTML: the server sent application/pdf")
     assert not_html_reason(b"\x89PNG\r\n\x1a\n\x00\x00", "image/png")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from healerd import __version__
-from healerd.config import (DEFAULT_USER_AGENT, Config, ConfigError, DaemonSection, from_dict, load)
+from healerd.config import DEFAULT_USER_AGENT, Config, ConfigError, DaemonSection, from_dict, load
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,14 +11,14 @@ import random
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
 from healerd.config import Config
-from healerd.extract import Extraction, extract
-from healerd.ledger import Ledger
-from healerd.lifecycle import QUARANTINED
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import Extraction, extract
+from healerd.core.validate import item_band, validate
 from healerd.store.db import open_db, scalar
-from healerd.validate import item_band, validate
+from healerd.store.ledger import Ledger
+from healerd.store.lifecycle import QUARANTINED
 
 LIST_BP = from_dict({"items": "li", "fields": {"name": {"css": ".n"}, "price": {"css": ".p", "type": "float"}}})
 

@@ -21,9 +21,8 @@ import subprocess
 import sys
 import textwrap
 
-from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.store import sources, tasks
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.store import lifecycle, sources, tasks
 from healerd.store.db import connect, open_db, rows, scalar
 
 KILLS = 60
@@ -32,7 +31,7 @@ POOL = 300  # pending tasks topped up before each run
 
 CHILD = textwrap.dedent("""
     import os, random, sys
-    from healerd import lifecycle
+    from healerd.store import lifecycle
     from healerd.store import db, sources, tasks
 
     path, worker, mode, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

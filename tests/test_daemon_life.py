@@ -31,14 +31,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import apsw
 import pytest
-
 from conftest import FAST_CONFIG, DaemonProc, bin_cmd, db_rows
 from healer_server import HealerServer, healed
 from httpfixture import LocalServer, Streamer, send
 from sitepages import LISTING_BP, ROWS, listing_empty, listing_no_score, listing_v1, listing_v2, write_blueprint
 
 from healerd.actors.alerter import AlertDeduper, format_line
-from healerd.sdnotify import notify, watchdog_interval
+from healerd.adapters.sdnotify import notify, watchdog_interval
 
 STOP_BOUND_S = 10.0
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: \S")
@@ -131,7 +130,7 @@ class NotifySocket:
         while not self.closed.is_set():
             try:
                 data = self.sock.recv(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

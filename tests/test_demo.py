@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import bin_cmd
 
 # A safety net for a hung demo, not a speed requirement (bench/ measures speed).

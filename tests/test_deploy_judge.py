@@ -1,4 +1,4 @@
-"""The Deployer's judge (healerd/deploy.py) on real pages: promote, reject with the reason, or stage."""
+"""The Deployer's judge (healerd/core/judge.py) on real pages: promote, reject with the reason, or stage."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.deploy import LOW_CONFIDENCE, PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
-from healerd.extract import extract
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import extract
+from healerd.core.judge import LOW_CONFIDENCE, PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
 
 URL = "http://shop.example/catalog"
 

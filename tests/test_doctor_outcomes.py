@@ -12,7 +12,6 @@ import json
 import threading
 
 import apsw
-
 from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import apsw
-
 from conftest import FAST_CONFIG
 from sitepages import CHALLENGE, LISTING_BP, listing_empty, listing_v1, write_blueprint
 
@@ -86,8 +84,9 @@ def test_invalid_blueprint_is_refused_naming_the_key(site, daemon_factory, tmp_p
 
 
 def test_daemon_down_is_exit_3_naming_the_socket(tmp_path):
-    from conftest import bin_cmd
     import subprocess
+
+    from conftest import bin_cmd
 
     sock = str(tmp_path / "nothing.sock")
     r = subprocess.run(bin_cmd("healerctl") + ["--socket", sock, "status"], capture_output=True, text=True,
@@ -129,7 +128,7 @@ def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory
     for name, (url, _) in cases.items():
         bp = write_blueprint(tmp_path / f"{name}.json", url)
         assert d.ctl("add", name, "--blueprint", bp).returncode == 0
-    for name, (url, expected) in cases.items():
+    for name, (_url, expected) in cases.items():
         out = d.ctl_json("run", name)
         if expected is None:
             assert out["ok"] is True, (name, out)

@@ -11,7 +11,6 @@ import json
 import threading
 
 import pytest
-
 from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
@@ -339,7 +338,7 @@ def test_the_same_context_sends_byte_identical_requests(site, daemon_factory, tm
         for run in ("a", "b"):
             d = daemon_factory(healer_config(healer.url, attempts=1), sub=run).start()
             add_and_break(d, site, d.tmp)
-            d.wait_for(lambda: d.ctl_json("status", "stats")["state"] == "QUARANTINED", timeout=60,
+            d.wait_for(lambda: d.ctl_json("status", "stats")["state"] == "QUARANTINED", timeout=60,  # noqa: B023 - called within this iteration
                        what=f"run {run}: the failed attempt")
             firsts.append(len(healer.requests))
             d.stop()

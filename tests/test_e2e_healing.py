@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from http.server import ThreadingHTTPServer
 
-
 from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer, healed
 from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
-
 
 
 def add(d, tmp_path, name, url, bp=LISTING_BP):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from conftest import FAST_CONFIG, db_rows
 from healer_server import HealerServer
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
@@ -48,7 +47,7 @@ def test_ten_sources_one_template_change_one_heal_nine_from_memory(site, daemon_
     strategies = sorted(promoted_fixes(d, n)[0]["strategy"] for n in names)
     assert strategies.count("builtin") == 1 and strategies.count("memory") == 9, strategies
     for i, name in enumerate(names):
-        d.wait_for(lambda: d.ctl_json("records", name)[0]["version"] > 1, what=f"records of {name}")
+        d.wait_for(lambda: d.ctl_json("records", name)[0]["version"] > 1, what=f"records of {name}")  # noqa: B023 - called within this iteration
         rec = d.ctl_json("records", name)[0]
         assert rec["data"][0] == {"name": rows_for(i)[0][0], "score": rows_for(i)[0][1]}
         # Each was promoted after its own validation: a staged version with a validation result.
@@ -179,7 +178,7 @@ def test_three_code_parser_sources_one_external_heal_two_from_memory(site, daemo
         strategies = sorted(promoted_fixes(d, n)[0]["strategy"] for n in names)
         assert strategies == ["external", "memory", "memory"], strategies
         for i, name in enumerate(names):
-            d.wait_for(lambda: d.ctl_json("records", name)[0]["version"] > 1, what=f"records of {name}")
+            d.wait_for(lambda: d.ctl_json("records", name)[0]["version"] > 1, what=f"records of {name}")  # noqa: B023 - called within this iteration
             assert d.ctl_json("records", name)[0]["data"][0]["name"] == rows_for(i)[0][0]
             # Each runs the healer's parser in production, promoted after its own validation.
             v = db_rows(d, "SELECT body, validation FROM parser_versions WHERE source_name = ? "

@@ -15,7 +15,7 @@ WORKERS_CONFIG = FAST_CONFIG.replace("[daemon]\n", "[daemon]\nworkers = 2\n", 1)
 
 
 def worker_pids(daemon_pid: int) -> list[int]:
-    """The daemon's child processes running healerd.workers."""
+    """The daemon's child processes running healerd.adapters.workers."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -27,7 +27,7 @@ def worker_pids(daemon_pid: int) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         state = stat.rsplit(")", 1)[1].split()[0]
-        if ppid == daemon_pid and b"healerd.workers" in cmdline and state != "Z":
+        if ppid == daemon_pid and b"healerd.adapters.workers" in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
 

@@ -9,17 +9,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.diagnosis import DiagnosisContext
-from healerd.extract import extract
-from healerd.heal.external import (
-    CodeHealerClient, HealerConfig, build_request, encode_request, mask_url, redact_blueprint,
-    sanitize_for_healer, secret_literals, tier_for, trim_page,
+from healerd.adapters.external import (
+    CodeHealerClient,
+    HealerConfig,
+    build_request,
+    encode_request,
+    mask_url,
+    redact_blueprint,
+    sanitize_for_healer,
+    secret_literals,
+    tier_for,
+    trim_page,
 )
-from healerd.heal.openai_backend import OpenAIHealerClient, chat_url, files_from_answer, make_client
-from healerd.heal.prompt import build_messages
-from healerd.heal.sandbox import ParserRejected, run_parser
+from healerd.adapters.openai_backend import OpenAIHealerClient, chat_url, files_from_answer, make_client
+from healerd.adapters.prompt import build_messages
+from healerd.adapters.sandbox import ParserRejected, run_parser
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.extract import extract
 
 API_KEY = "k9Qz7XwL2mN4pR8s"
 SESSION = "sess-7f3a9c2e41b8d6"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from healerd.blueprint import from_dict
-from healerd.extract import extract
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import extract
 
 CASES = Path(__file__).parent / "data" / "corpus"
 RULE = re.compile(r"-?\d[\d,]*(\.\d+)?")

@@ -8,13 +8,14 @@ import types
 from email.utils import formatdate
 
 import pytest
-
-from healerd import __version__, errors
-from healerd.blueprint import from_dict
-from healerd.extract import extract
-from healerd.fetch import FetchConfig, FetchError, Fetcher, decode_body, mask_url, parse_retry_after
-from healerd.validate import validate
 from httpfixture import LocalServer, Streamer, page, send, sequence
+
+from healerd import __version__
+from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, decode_body, mask_url, parse_retry_after
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import extract
+from healerd.core.validate import validate
 
 GOOD = "<html><head><title>Stats</title></head><body><p class='v'>héllo</p></body></html>"
 

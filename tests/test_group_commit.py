@@ -16,6 +16,7 @@ from healerd.actors.messages import ScrapeDone, WriteJob
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.store_writer import StoreWriter
 from healerd.store.db import connect, open_db, scalar
+from healerd.store.ledger import Ledger
 from healerd.waiters import Waiters
 
 from test_ledger import Clock, add, bad, config, good, health, make_ledger, conn, clock  # noqa: F401 (fixtures)
@@ -109,7 +110,7 @@ def test_the_writer_commits_queued_outcomes_together_and_tells_then_after_the_co
 
     names = [f"s{i}" for i in range(6)]
     for name in names:
-        reg.write("call", lambda c, n=name: add_source(c, n))
+        reg.write(Ledger.call, lambda c, n=name: add_source(c, n))
     gate = threading.Event()
     held: list = []
 
@@ -117,10 +118,10 @@ def test_the_writer_commits_queued_outcomes_together_and_tells_then_after_the_co
         held.append(count_commits(c))
         gate.wait(10)
 
-    reg.write_later("call", hold)
+    reg.write_later(Ledger.call, hold)
     for i, name in enumerate(names):
         outcome = good(Fake, name) if i % 2 == 0 else bad(Fake, name)
-        reg.write_later("record_scrape", outcome, then=("scheduler", ScrapeDone(name, "shop.example")))
+        reg.write_then(("scheduler", ScrapeDone(name, "shop.example")), None, Ledger.record_scrape, outcome)
     gate.set()
     deadline = time.time() + 15
     while len(collector.ask("seen")) < len(names) and time.time() < deadline:
@@ -141,7 +142,7 @@ def test_a_group_that_cannot_commit_is_written_one_by_one(writer):
 
     names = ["x", "y", "z"]
     for name in names:
-        reg.write("call", lambda c, n=name: add_source(c, n))
+        reg.write(Ledger.call, lambda c, n=name: add_source(c, n))
     vetoed = []
     gate = threading.Event()
 
@@ -157,9 +158,9 @@ def test_a_group_that_cannot_commit_is_written_one_by_one(writer):
         c.set_commit_hook(hook)
         gate.wait(10)          # hold the writer while the outcomes queue up
 
-    reg.write_later("call", veto_the_group)
+    reg.write_later(Ledger.call, veto_the_group)
     for name in names:
-        reg.write_later("record_scrape", good(Fake, name), then=("scheduler", ScrapeDone(name, "shop.example")))
+        reg.write_then(("scheduler", ScrapeDone(name, "shop.example")), None, Ledger.record_scrape, good(Fake, name))
     gate.set()
     deadline = time.time() + 15
     while len(collector.ask("seen")) < len(names) and time.time() < deadline:
@@ -170,7 +171,7 @@ def test_a_group_that_cannot_commit_is_written_one_by_one(writer):
 
 
 def add_source(c, name: str) -> None:
-    from healerd.blueprint import from_dict
+    from healerd.core.blueprint import from_dict
     from healerd.store import sources
 
     bp = from_dict({"url": f"http://shop.example/{name}", "every": 600, "items": "li.p",

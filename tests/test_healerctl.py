@@ -21,7 +21,7 @@ import pytest
 from healerd.cli.healerctl import cli
 from healerd.control.protocol import ControlError
 from healerd.control.server import ControlServer
-from healerd.timeutil import iso
+from healerd.core.timeutil import iso
 
 BLUEPRINT = """\
 url = "http://127.0.0.1:8080/stats"

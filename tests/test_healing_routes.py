@@ -1,13 +1,21 @@
-"""The Doctor's routing and reporting (healerd/healing.py): route, relocation, recovery context, deferred report."""
+"""The Doctor's routing and reporting (healerd/core/routing.py): route, relocation, recovery context, deferred report."""
 
 from __future__ import annotations
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.healing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
-                             relocation_candidates, route)
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.routing import (
+    DECLINE,
+    RELOCATE,
+    SELECTORS,
+    broken_selectors,
+    deferred_report,
+    recovery_context,
+    relocation_candidates,
+    route,
+)
 
 # -- route --------------------------------------------------------------------------------------
 

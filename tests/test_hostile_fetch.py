@@ -14,12 +14,12 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from conftest import FAST_CONFIG, db_rows
-from healerd import errors
-from healerd.fetch import FetchConfig, FetchError, Fetcher, same_origin
 from httpfixture import LocalServer, page, send
 from sitepages import LISTING_BP, listing_v1, write_blueprint
+
+from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, same_origin
+from healerd.core import errors
 
 
 class Trickle:
@@ -131,7 +131,7 @@ def gzip_bomb() -> bytes:
 
 BOMB_CHILD = textwrap.dedent("""
     import json, resource, sys
-    from healerd.fetch import FetchConfig, FetchError, Fetcher
+    from healerd.adapters.fetch import FetchConfig, FetchError, Fetcher
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     f = Fetcher(FetchConfig(timeout=20, max_bytes=10_000_000))
     try:

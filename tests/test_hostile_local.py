@@ -15,7 +15,6 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from conftest import FAST_CONFIG, bin_cmd
 from sitepages import LISTING_BP, listing_v1, write_blueprint
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import FAST_CONFIG
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.extract import PageTooLarge, check_page, extract
-from healerd.htmldiff import OVER_BUDGET_NOTE, structural_diff
 from sitepages import LISTING_BP, listing_v1, write_blueprint
+
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import PageTooLarge, check_page, extract
+from healerd.core.htmldiff import OVER_BUDGET_NOTE, structural_diff
 
 DEEP = "<html><body>" + "<div>" * 100_000 + "x" + "</div>" * 100_000 + "</body></html>"
 

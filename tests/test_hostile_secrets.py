@@ -8,13 +8,13 @@ import json
 
 import apsw
 import pytest
-
-import healerd.fetch
-import healerd.heal.external
-from healerd import sanitize
-from healerd.config import Config, HealerSection
-from healerd.sanitize import MASK, Secret, mask_text, mask_url, secret_values, source_secrets
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
+
+import healerd.adapters.external
+import healerd.adapters.fetch
+from healerd.config import Config, HealerSection
+from healerd.core import sanitize
+from healerd.core.sanitize import MASK, Secret, mask_text, mask_url, secret_values, source_secrets
 
 
 @pytest.mark.parametrize("value, kept", [("k7Q", False), ("k7Q2", True), ("k7Q2z", True)])
@@ -37,8 +37,8 @@ def test_secret_values_take_url_credentials_and_secret_query_values():
 
 
 def test_one_mask_url():
-    assert healerd.fetch.mask_url is sanitize.mask_url
-    assert healerd.heal.external.mask_url is sanitize.mask_url
+    assert healerd.adapters.fetch.mask_url is sanitize.mask_url
+    assert healerd.adapters.external.mask_url is sanitize.mask_url
     # The one rule: secret-named parameters by word (code, sig, token) masked, author kept.
     assert mask_url("http://h/cb?code=abc&author=ann&monkey=1&sig=zz") == \
         "http://h/cb?code=***&author=ann&monkey=1&sig=***"

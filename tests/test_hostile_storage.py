@@ -12,10 +12,10 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from conftest import FAST_CONFIG, db_rows
-from healerd.store.faults import FIRST_BACKOFF_S, MAX_BACKOFF_S, StorageFaults, is_storage_fault
 from sitepages import LISTING_BP, write_blueprint
+
+from healerd.store.faults import FIRST_BACKOFF_S, MAX_BACKOFF_S, StorageFaults, is_storage_fault
 
 
 class Clock:

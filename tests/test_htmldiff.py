@@ -5,8 +5,7 @@ from __future__ import annotations
 import difflib
 import random
 
-from healerd.htmldiff import (NO_ORIGINAL, diff_signature, structural_diff, structure_lines,
-                              template_signature)
+from healerd.core.htmldiff import NO_ORIGINAL, diff_signature, structural_diff, structure_lines, template_signature
 
 
 def shop(products, item_class="product", price_class="price", wrap=False, extra=""):

@@ -1,4 +1,4 @@
-"""The Ledger (healerd/ledger.py), every write the daemon makes, on a real SQLite file with an injected clock."""
+"""The Ledger (healerd/store/ledger.py), every write the daemon makes, on a real SQLite file with an injected clock."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import random
 import apsw
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
 from healerd.config import Config
-from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
-from healerd.ledger import HALT_KEY, ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
 from healerd.store import fixes, records, snapshots, sources, tasks, versions
 from healerd.store.db import open_db, row, rows, scalar
+from healerd.store.ledger import HALT_KEY, ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
+from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 
 T0 = 1_700_000_000.0
 EVERY = 600.0

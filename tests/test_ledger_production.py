@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.lifecycle import ACTIVE, DEGRADED
-from healerd.production import ROLLBACK
+from test_ledger import add, alert_events, bad, clock, config, conn, events, good, health, items, ledger, make_ledger  # noqa: F401
+
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.production import ROLLBACK
 from healerd.store import probation, versions
 from healerd.store.db import rows, scalar
-from test_ledger import add, alert_events, bad, clock, config, conn, events, good, health, items, ledger, make_ledger  # noqa: F401
+from healerd.store.lifecycle import ACTIVE, DEGRADED
 
 V2 = from_dict({"url": "http://shop.example/shop", "every": 600, "items": "li.q",
                 "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"}}})

@@ -14,11 +14,10 @@ import threading
 import apsw
 import pytest
 
-from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
-from healerd.store import sources
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.store import lifecycle, sources
 from healerd.store.db import connect, open_db, row, rows, scalar
+from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
 
 NAME = "shop"
 
@@ -330,7 +329,7 @@ def test_threads_firing_on_their_own_sources_do_not_mix_up(tmp_path, conn, made)
 
 
 def test_a_refused_command_is_said_in_words():
-    from healerd.lifecycle import human_refusal
+    from healerd.store.lifecycle import human_refusal
 
     msg = human_refusal("products", "unquarantine", "ACTIVE")
     assert msg == "products: it is healthy (ACTIVE), nothing to do; only a QUARANTINED or DEAD source can be unquarantined"

@@ -6,10 +6,18 @@ import json
 
 import pytest
 
-from healerd.blueprint import from_dict
-from healerd.memory import (FixMemory, MemoryError_, MemoryMatch, apply_bundle, confidence, issue_fingerprint,
-                            make_parser_bundle, make_selector_bundle)
+from healerd.core.blueprint import from_dict
 from healerd.store.db import open_db, rows, scalar
+from healerd.store.memory import (
+    FixMemory,
+    FixMemoryError,
+    MemoryMatch,
+    apply_bundle,
+    confidence,
+    issue_fingerprint,
+    make_parser_bundle,
+    make_selector_bundle,
+)
 
 HOST = "shop.example"
 OLD = {"url": "https://shop.example/c/1", "items": "ul.products li.product",
@@ -191,7 +199,7 @@ def test_a_parser_bundle_with_a_secret_literal_is_refused(mem, db):
     out = submit(mem, fix_bundle=cookie, broken_selectors=[], extra_secrets=["Zq7wPlk2"])
     assert out["status"] == "rejected" and out["reason"] == "sanitization_failed"
     assert scalar(db, "SELECT count(*) FROM memory_issues") == 0
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         submit(mem, fix_bundle={"kind": "parser", "parser": 42, "fields": ["name"]})
     assert err.value.code == "validation_error"
 
@@ -274,15 +282,15 @@ def test_submit_sanitizes_texts_and_refuses_a_bundle_that_carries_a_secret(mem, 
 
 
 def test_submit_rejects_bad_input_with_the_uniform_error_shape(mem):
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         submit(mem, fix_bundle={})
     assert err.value.to_dict() == {"error": {"code": "validation_error",
                                              "message": "fix_bundle: expected a non-empty object",
                                              "details": {"key": "fix_bundle"}}}
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         submit(mem, broken_selectors="h2.title")
     assert err.value.code == "validation_error"
-    with pytest.raises(MemoryError_):
+    with pytest.raises(FixMemoryError):
         submit(mem, source_name="")
 
 
@@ -340,10 +348,10 @@ def test_search_records_usage(mem, db):
 
 
 def test_search_rejects_bad_input(mem):
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         search(mem, limit=0)
     assert err.value.code == "validation_error"
-    with pytest.raises(MemoryError_):
+    with pytest.raises(FixMemoryError):
         search(mem, broken_selectors=[1, 2])
 
 
@@ -393,11 +401,11 @@ def test_repeated_failures_retire_an_issue(mem):
 
 
 def test_confirm_unknown_issue_is_not_found(mem):
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         mem.confirm("nope", "shop-1", True)
     assert err.value.code == "not_found"
     assert err.value.to_dict()["error"]["details"] == {"issue_id": "nope"}
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         mem.confirm(submit(mem)["issue_id"], "shop-1", "yes")
     assert err.value.code == "validation_error"
 
@@ -436,7 +444,7 @@ def test_usage_stats_per_issue_and_global(mem, db, clock):
 
 
 def test_record_usage_validates_the_event_type(mem, db):
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         mem.record_usage("clicked", None, "shop-1")
     assert err.value.code == "validation_error"
     mem.record_usage("search", None, None)
@@ -444,7 +452,7 @@ def test_record_usage_validates_the_event_type(mem, db):
 
 
 def test_get_fix_bundle_unknown_is_not_found(mem):
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         mem.get_fix_bundle("00000000-0000-4000-8000-000000000000")
     assert err.value.code == "not_found"
 
@@ -488,17 +496,17 @@ def test_forget_removes_the_issue_and_its_history(mem, db):
     assert [i["issue_id"] for i in mem.list_issues()] == [keep]
     assert scalar(db, "SELECT count(*) FROM memory_confirmations WHERE issue_id = ?", (gone,)) == 0
     assert scalar(db, "SELECT count(*) FROM memory_usage WHERE issue_id = ?", (gone,)) == 0
-    with pytest.raises(MemoryError_) as err:
+    with pytest.raises(FixMemoryError) as err:
         mem.forget(gone)
     assert err.value.code == "not_found"
-    with pytest.raises(MemoryError_):
+    with pytest.raises(FixMemoryError):
         mem.show(gone)
 
 
 def test_a_write_that_fails_leaves_nothing_behind(mem, db):
     issue_id = submit(mem, "shop-1")["issue_id"]
     db.execute("DROP TABLE memory_usage")
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any error the database raises; what matters is what is left
         mem.confirm(issue_id, "shop-2", False)
     row = rows(db, "SELECT failure_count FROM memory_issues WHERE issue_id = ?", (issue_id,))[0]
     assert row["failure_count"] == 0

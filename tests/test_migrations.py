@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from healerd.blueprint import Blueprint, FieldSpec
+from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import db, migrations, sources
 from healerd.store.db import connect, open_db, rows, scalar
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.extract import extract
-from healerd.heal.builtin import heal
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
 
 
 def blueprint(fields: dict[str, tuple[str, str]], items: str | None = None) -> Blueprint:

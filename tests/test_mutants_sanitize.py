@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from healerd.sanitize import looks_like_key, mask_text, shannon_entropy, source_secrets
+from healerd.core.sanitize import looks_like_key, mask_text, shannon_entropy, source_secrets
 
 
 def test_short_header_and_cookie_values_of_a_source_are_its_secrets():

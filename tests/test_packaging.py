@@ -123,9 +123,9 @@ def test_wheel_carries_every_module_data_file_and_the_schema(wheel):
     scripts = dict(re.findall(r"^(\S+)\s*=\s*(\S+)$", entry_points.split("[console_scripts]", 1)[1], re.M))
     assert scripts == PYPROJECT["project"]["scripts"], entry_points
     # The declared dependencies are in the metadata pip reads.
-    requires = [re.split(r"[<>=!~\[ ;(]", line.split(":", 1)[1].strip(), 1)[0]
+    requires = [re.split(r"[<>=!~\[ ;(]", line.split(":", 1)[1].strip(), maxsplit=1)[0]
                 for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
-    declared = [re.split(r"[<>=!~\[ ;]", d, 1)[0] for d in PYPROJECT["project"]["dependencies"]]
+    declared = [re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0] for d in PYPROJECT["project"]["dependencies"]]
     assert sorted(set(requires)) == sorted(declared), metadata[:2000]
 
 

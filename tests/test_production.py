@@ -6,13 +6,26 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from healerd import errors
-from healerd.blueprint import BlueprintError, from_dict, from_json
-from healerd.extract import extract
-from healerd.production import (FALSE_POSITIVE, HEAL, MERGE, PASSED, ROLLBACK, ProofPage, merge, merge_and_prove,
-                                plan_before_heal, probation_verdict, prove, trial)
 from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2
+
+from healerd.actors.scraper import run_parser_on
+from healerd.core import errors
+from healerd.core.blueprint import BlueprintError, from_dict, from_json
+from healerd.core.extract import extract
+from healerd.core.production import (
+    FALSE_POSITIVE,
+    HEAL,
+    MERGE,
+    PASSED,
+    ROLLBACK,
+    ProofPage,
+    merge,
+    merge_and_prove,
+    plan_before_heal,
+    probation_verdict,
+    prove,
+    trial,
+)
 
 EXPECTED = [{"name": n, "score": s} for n, s in ROWS]
 A = from_dict(LISTING_BP)
@@ -128,21 +141,22 @@ def test_a_merge_that_misreads_a_layout_is_tried_the_other_way_round_or_refused(
 
 # -- the plan before healing ------------------------------------------------------------------------
 def test_no_previous_version_or_a_failing_one_means_ordinary_healing():
-    prod = trial(2, B, listing_v1())
+    prod = trial(2, B, listing_v1(), run=run_parser_on)
     assert not prod.passed
     assert plan_before_heal(error_type=errors.PARSE_ERROR, production=prod, previous=None,
                             html=listing_v1()).action == HEAL
-    prev_fails = trial(1, B, listing_v1())
+    prev_fails = trial(1, B, listing_v1(), run=run_parser_on)
     assert plan_before_heal(error_type=errors.PARSE_ERROR, production=prod, previous=prev_fails,
                             html=listing_v1()).action == HEAL
     # A failure that is not the parser's never rolls back.
-    assert plan_before_heal(error_type=errors.NETWORK, production=prod, previous=trial(1, A, listing_v1()),
+    assert plan_before_heal(error_type=errors.NETWORK, production=prod,
+                            previous=trial(1, A, listing_v1(), run=run_parser_on),
                             html=listing_v1()).action == HEAL
 
 
 def test_the_previous_version_passing_here_is_rolled_back_to():
-    plan = plan_before_heal(error_type=errors.PARSE_ERROR, production=trial(2, B, listing_v1()),
-                            previous=trial(1, A, listing_v1()), html=listing_v1(),
+    plan = plan_before_heal(error_type=errors.PARSE_ERROR, production=trial(2, B, listing_v1(), run=run_parser_on),
+                            previous=trial(1, A, listing_v1(), run=run_parser_on), html=listing_v1(),
                             production_page=ProofPage("B", listing_v2(), EXPECTED))
     assert plan.action == ROLLBACK and plan.to_version == 1
     assert plan.data == EXPECTED and plan.item_count == len(ROWS)
@@ -150,13 +164,13 @@ def test_the_previous_version_passing_here_is_rolled_back_to():
 
 
 def test_two_versions_that_took_turns_are_merged():
-    plan = plan_before_heal(error_type=errors.PARSE_ERROR, production=trial(2, B, listing_v1()),
-                            previous=trial(1, A, listing_v1()), html=listing_v1(),
+    plan = plan_before_heal(error_type=errors.PARSE_ERROR, production=trial(2, B, listing_v1(), run=run_parser_on),
+                            previous=trial(1, A, listing_v1(), run=run_parser_on), html=listing_v1(),
                             production_page=ProofPage("B", listing_v2(), EXPECTED), alternating=True)
     assert plan.action == MERGE and plan.merged_from == (1, 2)
     assert extract(listing_v1(), plan.merged).data == extract(listing_v2(), plan.merged).data == EXPECTED
     assert plan.to_dict()["merged"] == plan.merged.to_json()
     # Without a page the failing version passed on, nothing proves a merge: roll back.
-    plan = plan_before_heal(error_type=errors.PARSE_ERROR, production=trial(2, B, listing_v1()),
-                            previous=trial(1, A, listing_v1()), html=listing_v1(), alternating=True)
+    plan = plan_before_heal(error_type=errors.PARSE_ERROR, production=trial(2, B, listing_v1(), run=run_parser_on),
+                            previous=trial(1, A, listing_v1(), run=run_parser_on), html=listing_v1(), alternating=True)
     assert plan.action == ROLLBACK and "no merge" in plan.reason

@@ -30,16 +30,16 @@ import textwrap
 import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import click
-
 from conftest import FAST_CONFIG, Site, bin_cmd
-from healerd.blueprint import load_file
+
 from healerd.config import load as load_config
 from healerd.control.client import call
+from healerd.core.blueprint import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -495,7 +495,7 @@ def _check_pip_install(run: Run, cmd: Command) -> None:
 
 def _check_pip_install_test(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    extra = {re.split(r"[<>=!~ ;]", d, 1)[0] for d in meta["project"]["optional-dependencies"]["test"]}
+    extra = {re.split(r"[<>=!~ ;]", d, maxsplit=1)[0] for d in meta["project"]["optional-dependencies"]["test"]}
     assert {"pytest", "build"} <= extra, extra
     import importlib.util
 
@@ -505,7 +505,7 @@ def _check_pip_install_test(run: Run, cmd: Command) -> None:
 def _check_pip_install_browser(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extras = meta["project"]["optional-dependencies"]
-    names = {name: {re.split(r"[<>=!~ ;]", d, 1)[0] for d in extras[name]} for name in ("browser", "test")}
+    names = {name: {re.split(r"[<>=!~ ;]", d, maxsplit=1)[0] for d in extras[name]} for name in ("browser", "test")}
     assert "playwright" in names["browser"], names
     assert names["browser"] <= names["test"], names   # the tests run the browser, in CI too
     import importlib.util
@@ -514,7 +514,7 @@ def _check_pip_install_browser(run: Run, cmd: Command) -> None:
 
 
 def _check_apt_chromium(run: Run, cmd: Command) -> None:
-    from healerd.browser import find_executable
+    from healerd.adapters.browser import find_executable
 
     assert cmd.argv[-1] == "chromium"
     assert find_executable("") is not None   # what the daemon looks for on PATH is installed here

@@ -31,10 +31,11 @@ import pytest
 from healerd import __version__
 from healerd import config as config_mod
 from healerd.actors.alerter import EVENTS, format_line
-from healerd.blueprint import BlueprintError, from_dict as blueprint_from_dict, parse_text
 from healerd.cli.healerctl import cli as healerctl_app
 from healerd.cli.healerd_cmd import main as healerd_app
-from healerd.extract import coerce
+from healerd.core.blueprint import BlueprintError, parse_text
+from healerd.core.blueprint import from_dict as blueprint_from_dict
+from healerd.core.extract import coerce
 from healerd.store.sources import STATUS_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,7 +225,7 @@ def test_config_key_tables_give_the_defaults():
             else:
                 doc_values[k] = value
         cfg = loaded({s: doc_values})
-        for k, value in doc_values.items():
+        for k in doc_values:
             got, want = getattr(getattr(cfg, s), k), keys[k]
             if got != want:
                 wrong.append(f"[{s}] {k}: the table says {got!r}, the code's default is {want!r}")

@@ -12,7 +12,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from conftest import FAST_CONFIG
 from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 

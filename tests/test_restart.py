@@ -18,8 +18,8 @@ from healerd.store.db import open_db, rows
 
 WRITER = textwrap.dedent("""
     import json, os, sys
-    from healerd import lifecycle
-    from healerd.blueprint import Blueprint, FieldSpec
+    from healerd.store import lifecycle
+    from healerd.core.blueprint import Blueprint, FieldSpec
     from healerd.store import db, sources, tasks
 
     conn = db.open_db(sys.argv[1])
@@ -51,7 +51,7 @@ WRITER = textwrap.dedent("""
 
 READER = textwrap.dedent("""
     import json, sys
-    from healerd import lifecycle
+    from healerd.store import lifecycle
     from healerd.store import db, sources, tasks
 
     conn = db.open_db(sys.argv[1])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from healerd.fetch import FetchConfig
-from healerd.robots import RobotsPolicy, robots_url
 from httpfixture import LocalServer, page, sequence
+
+from healerd.adapters.fetch import FetchConfig
+from healerd.adapters.robots import RobotsPolicy, robots_url
 
 UA = FetchConfig().user_agent
 ROBOTS = """\

@@ -8,8 +8,15 @@ import sys
 
 import pytest
 
-from healerd.heal.sandbox import (
-    ChildResult, ParserRejected, _limits, check_parser_source, interpret, run_parser, run_unchecked, runner_argv,
+from healerd.adapters.sandbox import (
+    ChildResult,
+    ParserRejected,
+    _limits,
+    check_parser_source,
+    interpret,
+    run_parser,
+    run_unchecked,
+    runner_argv,
     spawn_child,
 )
 
@@ -233,7 +240,7 @@ def test_the_child_sees_an_empty_environment_and_a_fresh_cwd(monkeypatch, tmp_pa
 
 
 def test_the_runner_confines_itself_before_reading_and_reports_it():
-    from healerd.heal.sandbox import RUNNER
+    from healerd.adapters.sandbox import RUNNER
 
     payload = json.dumps({"code": "def parse(html):\n    return {}\n", "html": ""}).encode()
     child = spawn_child(RUNNER, payload, runner_argv(2, 100), wall_seconds=10, max_output=10_000)

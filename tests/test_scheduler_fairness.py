@@ -22,16 +22,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import apsw
 import pytest
+from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.actors.messages import ScrapeDone, Tick
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import Scheduler, select_due, stale_after
 from healerd.actors.scraper import Scraper
-from healerd.blueprint import from_dict as blueprint_from_dict
 from healerd.config import from_dict as config_from_dict
+from healerd.core.blueprint import from_dict as blueprint_from_dict
 from healerd.store import sources
 from healerd.store.db import open_db
-from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 # The default host limits (2 requests at a time per host, 1 s between two requests);
 # no Doctor, which would need a StoreWriter.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.stats import compute, meets, percentile
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.stats import compute, meets, percentile
 from healerd.store import fixes, sources
 from healerd.store.db import open_db
 from healerd.store.stats import window_rows

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 
-from healerd import lifecycle
-from healerd.blueprint import Blueprint, FieldSpec
-from healerd.store import sources
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.store import lifecycle, sources
 from healerd.store.db import open_db
 
 

@@ -14,15 +14,15 @@ import hashlib
 import apsw
 import pytest
 
-from healerd import errors
 from healerd.actors.messages import WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.store_writer import StoreWriter
-from healerd.blueprint import from_dict
 from healerd.config import Config
-from healerd.ledger import ScrapeOutcome
-from healerd.memory import make_selector_bundle
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
 from healerd.store.db import connect, open_db, row, rows, scalar
+from healerd.store.ledger import Ledger, ScrapeOutcome
+from healerd.store.memory import FixMemory, make_selector_bundle
 from healerd.waiters import Waiters
 
 BP = {"url": "http://shop.example/shop", "every": 600, "items": "li.p",
@@ -69,7 +69,7 @@ def writer(tmp_path):
     w.conn.close()
 
 
-def write(w: StoreWriter, method: str, *args, contended: bool = True, **kwargs):
+def write(w: StoreWriter, method, *args, contended: bool = True, **kwargs):
     """Run one write through the StoreWriter's handler, with the rival committing in between if `contended`."""
     w.conn.exec_trace = w.rival if contended else None
     try:
@@ -95,9 +95,9 @@ def outcome(name: str, ok: bool, **kw) -> ScrapeOutcome:
 
 def degraded(w: StoreWriter, name: str = "shop") -> None:
     """A source with a good past (so its failure queues a fix), now failing: DEGRADED."""
-    write(w, "add_source", name, from_dict(BP), contended=False)
-    write(w, "record_scrape", outcome(name, ok=True), contended=False)
-    write(w, "record_scrape", outcome(name, ok=False), contended=False)
+    write(w, Ledger.add_source, name, from_dict(BP), contended=False)
+    write(w, Ledger.record_scrape, outcome(name, ok=True), contended=False)
+    write(w, Ledger.record_scrape, outcome(name, ok=False), contended=False)
 
 
 def state(w: StoreWriter, name: str = "shop") -> str:
@@ -125,7 +125,7 @@ def test_the_rival_really_interleaves_with_a_deferred_transaction(writer):
 
 def test_record_fix_counts_the_attempt_once_under_a_rival_commit(writer):
     degraded(writer)
-    got = write(writer, "record_fix", name="shop", error_type="PARSE_ERROR", strategy="builtin",
+    got = write(writer, Ledger.record_fix, name="shop", error_type="PARSE_ERROR", strategy="builtin",
                 outcome="rejected", reason="no items on the live page")
     assert got["attempts_used"] == 1
     assert scalar(writer.conn, "SELECT count(*) FROM fix_history WHERE source_name = 'shop'") == 1
@@ -135,9 +135,9 @@ def test_record_fix_counts_the_attempt_once_under_a_rival_commit(writer):
 
 def test_stage_then_promote_under_a_rival_commit_leaves_one_production_version(writer):
     degraded(writer)
-    v = write(writer, "stage_version", "shop", from_dict(FIXED), "builtin", "repair")
+    v = write(writer, Ledger.stage_version, "shop", from_dict(FIXED), "builtin", "repair")
     assert v == 2
-    got = write(writer, "promote", "shop", v, {"ok": True})
+    got = write(writer, Ledger.promote, "shop", v, {"ok": True})
     assert got == {"version": 2, "previous": 1}
     got = rows(writer.conn, "SELECT version, status FROM parser_versions WHERE source_name = 'shop' ORDER BY version")
     assert got == [{"version": 1, "status": "archived"}, {"version": 2, "status": "production"}]
@@ -146,9 +146,9 @@ def test_stage_then_promote_under_a_rival_commit_leaves_one_production_version(w
 
 def test_approve_and_rollback_under_a_rival_commit(writer):
     degraded(writer)
-    v = write(writer, "stage_version", "shop", from_dict(FIXED), "external", "repair", contended=False)
-    assert write(writer, "approve", "shop", v) == {"version": v}
-    assert write(writer, "rollback", "shop") == {"version": 1, "previous": v}
+    v = write(writer, Ledger.stage_version, "shop", from_dict(FIXED), "external", "repair", contended=False)
+    assert write(writer, Ledger.approve, "shop", v) == {"version": v}
+    assert write(writer, Ledger.rollback, "shop") == {"version": 1, "previous": v}
     assert scalar(writer.conn, "SELECT current_version FROM sources WHERE name = 'shop'") == 1
 
 
@@ -159,49 +159,49 @@ def test_every_other_read_then_write_survives_a_rival_commit(writer, method):
     degraded(writer)
     w = writer
     if method == "record_scrape_failure":
-        write(w, "record_scrape", outcome("shop", ok=False))
+        write(w, Ledger.record_scrape, outcome("shop", ok=False))
         assert scalar(w.conn, "SELECT consecutive_failures FROM source_health WHERE source_name = 'shop'") == 2
     elif method == "record_scrape_success":
-        write(w, "record_scrape", outcome("shop", ok=True))
+        write(w, Ledger.record_scrape, outcome("shop", ok=True))
         assert state(w) == "ACTIVE"
     elif method == "enqueue_fix":
-        tid = write(w, "enqueue_fix", "shop", {"why": "test"})
+        tid = write(w, Ledger.enqueue_fix, "shop", {"why": "test"})
         assert rows(w.conn, "SELECT task_id FROM task_queue WHERE target = 'shop'") == [{"task_id": tid}]
     elif method == "claim_fix":
-        got = write(w, "claim_fix", "doctor")
+        got = write(w, Ledger.claim_fix, "doctor")
         assert got is not None and got["target"] == "shop"
     elif method == "fail_task":
-        tid = write(w, "claim_fix", "doctor", contended=False)["task_id"]
-        write(w, "fail_task", tid, "boom")
+        tid = write(w, Ledger.claim_fix, "doctor", contended=False)["task_id"]
+        write(w, Ledger.fail_task, tid, "boom")
         assert row(w.conn, "SELECT state, retry_count FROM task_queue WHERE task_id = ?", (tid,)) == \
             {"state": "PENDING", "retry_count": 1}
     elif method == "recover_tasks":
-        tid = write(w, "claim_fix", "doctor", contended=False)["task_id"]
-        write(w, "recover_tasks")
+        tid = write(w, Ledger.claim_fix, "doctor", contended=False)["task_id"]
+        write(w, Ledger.recover_tasks)
         assert scalar(w.conn, "SELECT state FROM task_queue WHERE task_id = ?", (tid,)) == "PENDING"
     elif method == "flag_for_review":
-        write(w, "flag_for_review", "shop", "changed too often")
+        write(w, Ledger.flag_for_review, "shop", "changed too often")
         assert scalar(w.conn, "SELECT flagged_for_review FROM source_health WHERE source_name = 'shop'") == 1
     elif method in ("unquarantine", "expire_quarantines"):
         budget = w.config.doctor.max_fix_attempts
         for _ in range(budget):
-            write(w, "record_fix", name="shop", error_type="PARSE_ERROR", strategy="builtin", outcome="rejected",
+            write(w, Ledger.record_fix, name="shop", error_type="PARSE_ERROR", strategy="builtin", outcome="rejected",
                   reason="no", contended=False)
         assert state(w) == "QUARANTINED"
         if method == "unquarantine":
-            write(w, "unquarantine", "shop", "by a test")
+            write(w, Ledger.unquarantine, "shop", "by a test")
         else:
             w.conn.execute("UPDATE source_health SET quarantine_until = 1 WHERE source_name = 'shop'")
-            write(w, "expire_quarantines")
+            write(w, Ledger.expire_quarantines)
         assert state(w) == "DEGRADED"
     elif method == "update_blueprint":
-        write(w, "update_blueprint", "shop", from_dict(dict(BP, every=300)))
+        write(w, Ledger.update_blueprint, "shop", from_dict(dict(BP, every=300)))
         assert scalar(w.conn, "SELECT every_s FROM sources WHERE name = 'shop'") == 300
     elif method == "set_paused":
-        write(w, "set_paused", "shop", True)
+        write(w, Ledger.set_paused, "shop", True)
         assert scalar(w.conn, "SELECT paused FROM sources WHERE name = 'shop'") == 1
     elif method == "add_source":
-        write(w, "add_source", "other", from_dict(BP))
+        write(w, Ledger.add_source, "other", from_dict(BP))
         assert state(w, "other") == "ACTIVE"
     assert w.rival.refused >= 1
 
@@ -209,16 +209,16 @@ def test_every_other_read_then_write_survives_a_rival_commit(writer, method):
 def test_fix_memory_writes_survive_a_rival_commit(writer):
     degraded(writer)
     w = writer
-    first = write(w, "memory", "submit", **memory_args("shop"))
-    again = write(w, "memory", "submit", **memory_args("shop-2"))
+    first = write(w, Ledger.memory, FixMemory.submit, **memory_args("shop"))
+    again = write(w, Ledger.memory, FixMemory.submit, **memory_args("shop-2"))
     assert again["issue_id"] == first["issue_id"] and again["verification_count"] == 2
-    found = write(w, "memory", "search", error_type="PARSE_ERROR", host="shop.example", broken_selectors=["li.p"],
+    found = write(w, Ledger.memory, FixMemory.search, error_type="PARSE_ERROR", host="shop.example", broken_selectors=["li.p"],
                   diff_sig="d1", template_sig="t1", source_name="shop-3")
     assert [m.issue_id for m in found] == [first["issue_id"]]
-    write(w, "memory", "get_fix_bundle", issue_id=first["issue_id"], source_name="shop-3")
-    got = write(w, "memory", "confirm", issue_id=first["issue_id"], source_name="shop-3", success=False)
+    write(w, Ledger.memory, FixMemory.get_fix_bundle, issue_id=first["issue_id"], source_name="shop-3")
+    got = write(w, Ledger.memory, FixMemory.confirm, issue_id=first["issue_id"], source_name="shop-3", success=False)
     assert got["updated_verification_count"] == 2
-    write(w, "memory", "forget", issue_id=first["issue_id"])
+    write(w, Ledger.memory, FixMemory.forget, issue_id=first["issue_id"])
     assert scalar(w.conn, "SELECT count(*) FROM memory_issues") == 0
     assert w.rival.refused >= 1
 
@@ -229,13 +229,13 @@ def test_a_failed_write_rolls_back_whole_and_the_writer_goes_on(writer):
     w = writer
     w.conn.execute("CREATE TRIGGER no_promote BEFORE UPDATE OF status ON parser_versions "
                    "WHEN NEW.status = 'production' BEGIN SELECT RAISE(ABORT, 'promotion refused'); END")
-    v = write(w, "stage_version", "shop", from_dict(FIXED), "builtin", "repair", contended=False)
+    v = write(w, Ledger.stage_version, "shop", from_dict(FIXED), "builtin", "repair", contended=False)
     with pytest.raises(apsw.ConstraintError):
-        write(w, "promote", "shop", v, {"ok": True})
+        write(w, Ledger.promote, "shop", v, {"ok": True})
     assert rows(w.conn, "SELECT version, status FROM parser_versions WHERE source_name = 'shop' ORDER BY version") == \
         [{"version": 1, "status": "production"}, {"version": 2, "status": "staging"}]
     assert not w.conn.in_transaction
-    write(w, "reject_version", "shop", v, "promotion failed")
+    write(w, Ledger.reject_version, "shop", v, "promotion failed")
     assert scalar(w.conn, "SELECT status FROM parser_versions WHERE source_name = 'shop' AND version = 2") == "rejected"
 
 
@@ -252,7 +252,7 @@ def test_a_failed_promotion_leaves_no_staging_version_behind(tmp_path, site):
     reg.set("writer", StoreWriter.start(str(path), cfg, reg, Waiters()))
     reg.set("deployer", Deployer.start(str(path), cfg, reg))
     try:
-        reg.write("add_source", "shop", from_dict(dict(BP, url=site.url("/shop"))))
+        reg.write(Ledger.add_source, "shop", from_dict(dict(BP, url=site.url("/shop"))))
         conn = connect(path)
         with conn:
             conn.execute("CREATE TRIGGER no_promote BEFORE UPDATE OF status ON parser_versions "

@@ -183,7 +183,7 @@ try:
 except PermissionError:
     pass
 import apsw, click, httpx, pykka, transitions
-import healerd.blueprint, healerd.extract
+import healerd.core.blueprint, healerd.core.extract
 from healerd.control import client, protocol, server
 from selectolax.lexbor import LexborHTMLParser
 assert LexborHTMLParser("<p class=a> hi </p>").css_first("p.a").text(strip=True) == "hi"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from healerd import errors
-from healerd.blueprint import from_dict
-from healerd.extract import Extraction, extract
-from healerd.validate import ValidationResult, item_band, validate, value_shape
+from healerd.core import errors
+from healerd.core.blueprint import from_dict
+from healerd.core.extract import Extraction, extract
+from healerd.core.validate import ValidationResult, item_band, validate, value_shape
 
 LIST_BP = from_dict({
     "items": "tr.player",
@@ -374,7 +374,7 @@ def test_a_short_list_or_a_failing_page_is_still_scanned():
 # -- the Validator's compact stand-in for the last good records ---------------------------------------
 
 def test_the_last_good_sample_gives_the_same_verdicts_as_the_records():
-    from healerd.validate import last_good_sample
+    from healerd.core.validate import last_good_sample
 
     columns = {
         "numbers": [str(i * 3) for i in range(20)],

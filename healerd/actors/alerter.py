@@ -11,8 +11,8 @@ Secrets are masked before anything leaves.
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import queue
 import sys
 import threading
@@ -25,10 +25,11 @@ import pykka
 from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.config import Config
-from healerd.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store.db import connect, open_db
-from healerd.timeutil import iso
+from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.alerter")
 
@@ -201,6 +202,6 @@ class Alerter(pykka.ThreadingActor):
         # another thread could land between them.
         sys.stderr.write(format_line(alert) + "\n")
         sys.stderr.flush()
-        self.registry.write_later("insert_alert", alert, now)
+        self.registry.write_later(Ledger.insert_alert, alert, now)
         if self.webhook:
             self.webhook.submit(alert)

@@ -7,9 +7,9 @@ import pykka
 
 from healerd.actors.messages import Ping
 from healerd.actors.registry import ActorRegistry
+from healerd.adapters.fetch import FetchConfig, Fetcher
 from healerd.config import Config
-from healerd.extract import PageLimits
-from healerd.fetch import FetchConfig, Fetcher
+from healerd.core.extract import PageLimits
 from healerd.store.db import connect, open_db
 
 

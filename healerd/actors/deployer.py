@@ -11,14 +11,14 @@ import logging
 import time
 from dataclasses import dataclass
 
-
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
-from healerd.blueprint import Blueprint, from_json
-from healerd.deploy import PROMOTE, REJECT, STAGE, judge
-from healerd.fetch import FetchError
+from healerd.adapters.fetch import FetchError
+from healerd.core.blueprint import Blueprint, from_json
+from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
 from healerd.store import snapshots, versions
 from healerd.store.db import row
+from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.deployer")
 
@@ -68,7 +68,7 @@ class Deployer(ServiceActor):
             return True
         changes = versions.changes_since(self.conn, name, now - self.config.doctor.review_window)
         if changes >= self.config.doctor.review_changes:
-            self.registry.write("flag_for_review", name,
+            self.registry.write(Ledger.flag_for_review, name,
                                 f"the parser was changed automatically {changes} times in "
                                 f"{self.config.doctor.review_window / 86400:g} days: further changes wait for a person "
                                 f"(healerctl approve)")
@@ -92,20 +92,20 @@ class Deployer(ServiceActor):
             return deploy_result("declined", waiting, f"the same candidate is already staged as version {waiting}: "
                                                       f"awaits `healerctl approve {name} {waiting}`")
         flagged = self._flagged(name, now)
-        version = self.registry.write("stage_version", name, candidate, msg.origin, msg.note)
+        version = self.registry.write(Ledger.stage_version, name, candidate, msg.origin, msg.note)
         url = candidate.url or src["url"]
         try:
             page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None,
                                       via=candidate.fetch, wait_for=candidate.wait_for)
         except FetchError as exc:
             reason = f"{UNFETCHED}: {exc.message}"
-            self.registry.write("reject_version", name, version, reason)
+            self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason, conclusive=False)
         try:
             cand_ex = run_parser_on(candidate, page.text, page_limits(self.config))
         except Exception as exc:
             reason = f"the candidate parser failed on the live page: {getattr(exc, 'reason', None) or exc}"
-            self.registry.write("reject_version", name, version, reason)
+            self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason)
         try:
             prod_ex = run_parser_on(production, page.text, page_limits(self.config))
@@ -129,7 +129,7 @@ class Deployer(ServiceActor):
             return deploy_result("promoted", version, verdict.reason, validation)
         if verdict.action == STAGE:
             return deploy_result("staged", version, verdict.reason, validation)
-        self.registry.write("reject_version", name, version, verdict.reason, validation)
+        self.registry.write(Ledger.reject_version, name, version, verdict.reason, validation)
         return deploy_result("rejected", version, verdict.reason, validation)
 
     def _promote(self, name: str, version: int, validation: dict, **kwargs) -> None:
@@ -137,9 +137,9 @@ class Deployer(ServiceActor):
         the same candidate as "already staged"). Scraped again once the Doctor has recorded the
         fix, not here, so HEALED always comes before RECOVERED."""
         try:
-            self.registry.write("promote", name, version, validation, rescrape=False, **kwargs)
+            self.registry.write(Ledger.promote, name, version, validation, rescrape=False, **kwargs)
         except Exception as exc:
-            self.registry.write("reject_version", name, version, f"the promotion failed: {exc}", validation)
+            self.registry.write(Ledger.reject_version, name, version, f"the promotion failed: {exc}", validation)
             raise
 
     def _merge_layouts(self, msg: Deploy, candidate: Blueprint, production: Blueprint, prod_ex, page, counts, good,
@@ -147,11 +147,12 @@ class Deployer(ServiceActor):
         """The candidate reads the page it was made for but not the live page, which production
         reads: the site serves two layouts at once. One parser with both selectors per field,
         proved on both pages and judged on the live page, replaces the candidate. None: no merge."""
-        from healerd.production import ProofPage, merge_and_prove, trial
+        from healerd.core.production import ProofPage, merge_and_prove, trial
 
-        live = trial(0, production, page.text, extraction=prod_ex, recent_counts=counts,
+        live = trial(0, production, page.text, run=run_parser_on, extraction=prod_ex,
+                     recent_counts=counts,
                      last_good=good["records"] if good else None, status=page.status)
-        made_for = trial(0, candidate, msg.page_html, recent_counts=counts,
+        made_for = trial(0, candidate, msg.page_html, run=run_parser_on, recent_counts=counts,
                          last_good=good["records"] if good else None)
         if not live.passed or not made_for.passed:
             return None
@@ -162,9 +163,9 @@ class Deployer(ServiceActor):
         if merged is None:
             log.info("%s: the candidate reads one layout only and no merge holds: %s", msg.name, "; ".join(why[:2]))
             return None
-        self.registry.write("reject_version", msg.name, version,
+        self.registry.write(Ledger.reject_version, msg.name, version,
                             "reads one of two layouts the site serves: merged with production instead")
-        mv = self.registry.write("stage_version", msg.name, merged, msg.origin,
+        mv = self.registry.write(Ledger.stage_version, msg.name, merged, msg.origin,
                                  f"{msg.note}; merged with production: both layouts the site serves")
         merged_ex = run_parser_on(merged, page.text)
         verdict = judge(merged, production, merged_ex, page.text, production_ex=prod_ex, recent_counts=counts,
@@ -180,5 +181,5 @@ class Deployer(ServiceActor):
             return deploy_result("promoted", mv, reason, validation)
         if verdict.action == STAGE:
             return deploy_result("staged", mv, verdict.reason, validation)
-        self.registry.write("reject_version", msg.name, mv, verdict.reason, validation)
+        self.registry.write(Ledger.reject_version, msg.name, mv, verdict.reason, validation)
         return deploy_result("rejected", mv, verdict.reason, validation)

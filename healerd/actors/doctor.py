@@ -16,28 +16,37 @@ import logging
 import time
 import traceback
 
-
-from healerd import breakers, errors
+from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
-from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.scraper import run_parser_on
-from healerd.extract import PageTooLarge
-from healerd.blueprint import Blueprint
+from healerd.adapters.fetch import FetchError
 from healerd.config import Config
-from healerd.diagnosis import DiagnosisContext
-from healerd.fetch import FetchError
-from healerd.healing import (DECLINE, RELOCATE, SELECTORS, broken_selectors, deferred_report, recovery_context,
-                             relocation_candidates, resembles_last_good, route)
-from healerd.htmldiff import diff_signature, structural_diff, template_signature
-from healerd.ledger import HALT_KEY
-from healerd.sanitize import mask_text
+from healerd.core import breakers, errors
+from healerd.core.blueprint import Blueprint
+from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.extract import PageTooLarge
+from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
+from healerd.core.routing import (
+    DECLINE,
+    RELOCATE,
+    SELECTORS,
+    broken_selectors,
+    deferred_report,
+    recovery_context,
+    relocation_candidates,
+    resembles_last_good,
+    route,
+)
+from healerd.core.sanitize import mask_text
+from healerd.core.timeutil import iso
+from healerd.core.validate import validate
 from healerd.store import fixes, snapshots, sources, versions
 from healerd.store.db import row, scalar
-from healerd.timeutil import iso
-from healerd.validate import validate
+from healerd.store.ledger import HALT_KEY, Ledger
+from healerd.store.memory import FixMemory
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.doctor")
@@ -74,7 +83,7 @@ class Doctor(ServiceActor):
                 result = {"name": message.name, "outcome": "error", "strategy": None,
                           "reason": reason, "version": None, "state": None}
                 try:
-                    self.registry.write("fail_task", message.task_id, reason)
+                    self.registry.write(Ledger.fail_task, message.task_id, reason)
                 except Exception:
                     log.exception("could not record the failed task %s", message.task_id)
                 self._record_internal_error(message, reason)
@@ -89,7 +98,7 @@ class Doctor(ServiceActor):
         try:
             error_type = task.context.get("error_type") or scalar(
                 self.conn, "SELECT last_error_type FROM source_health WHERE source_name = ?", (task.name,))
-            self.registry.write("record_fix", name=task.name, error_type=error_type or "UNKNOWN", strategy="none",
+            self.registry.write(Ledger.record_fix, name=task.name, error_type=error_type or "UNKNOWN", strategy="none",
                                 outcome="error", reason=reason, deployed_to="FAILED",
                                 fingerprint=task.context.get("fingerprint"))
             log.warning("fix attempt %s: strategy=none outcome=error reason=%s", task.name, reason)
@@ -106,11 +115,11 @@ class Doctor(ServiceActor):
     def _decline(self, task: HealTask, reason: str, *, release_for: float | None = None,
                  record_as: str | None = None, strategy: str = "none") -> dict:
         if release_for is not None:
-            self.registry.write("release_task", task.task_id, time.time() + release_for)
+            self.registry.write(Ledger.release_task, task.task_id, time.time() + release_for)
         else:
-            self.registry.write("complete_task", task.task_id, {"outcome": "declined", "reason": reason})
+            self.registry.write(Ledger.complete_task, task.task_id, {"outcome": "declined", "reason": reason})
         if record_as:
-            self.registry.write("record_fix", name=task.name, error_type=record_as, strategy=strategy,
+            self.registry.write(Ledger.record_fix, name=task.name, error_type=record_as, strategy=strategy,
                                 outcome="declined", reason=reason)
         log.info("fix of %s declined: %s", task.name, reason)
         return self._result(task.name, "declined", reason)
@@ -121,7 +130,7 @@ class Doctor(ServiceActor):
         try:
             src = sources.get(self.conn, name)
         except sources.SourceNotFound:
-            self.registry.write("complete_task", task.task_id, {"outcome": "declined", "reason": "source removed"})
+            self.registry.write(Ledger.complete_task, task.task_id, {"outcome": "declined", "reason": "source removed"})
             return {"name": name, "outcome": "declined", "strategy": None, "reason": "no such source",
                     "version": None, "state": None}
         if src["state"] in ("QUARANTINED", "DEAD"):
@@ -151,8 +160,8 @@ class Doctor(ServiceActor):
         self._page_html = ctx.current_html or None
         strategy_kind, why = route(ctx.error_type, ctx_status(ctx), None)
         if ctx.error_type is None:
-            self.registry.write("complete_task", task.task_id, {"outcome": "unchanged"})
-            self.registry.write("schedule_now", name)
+            self.registry.write(Ledger.complete_task, task.task_id, {"outcome": "unchanged"})
+            self.registry.write(Ledger.schedule_now, name)
             return self._result(name, "unchanged", "the production parser passes on the current page: nothing to heal")
         if strategy_kind == DECLINE:
             return self._decline(task, why)
@@ -177,11 +186,11 @@ class Doctor(ServiceActor):
                 "previous_attempts": len(ctx.previous_attempts), "version": ctx.version}
         if outcome and outcome["outcome"] == "promoted":
             reason = f"{outcome['strategy']}: {outcome['reason']}"
-            self.registry.write("record_fix", name=name, error_type=ctx.error_type, strategy=outcome["strategy"],
+            self.registry.write(Ledger.record_fix, name=name, error_type=ctx.error_type, strategy=outcome["strategy"],
                                 outcome="promoted", reason=reason, context=diag, patch=outcome.get("patch"),
                                 validation=outcome.get("validation"), deployed_to="PRODUCTION",
                                 version=outcome["version"], fingerprint=fingerprint, duration_ms=duration_ms)
-            self.registry.write("complete_task", task.task_id, {"outcome": "promoted", "version": outcome["version"]})
+            self.registry.write(Ledger.complete_task, task.task_id, {"outcome": "promoted", "version": outcome["version"]})
             log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=promoted version=%s reason=%s",
                         name, outcome["strategy"], duration_ms, outcome["version"], outcome["reason"])
             return self._result(name, "promoted", reason, outcome["strategy"], outcome["version"])
@@ -207,7 +216,7 @@ class Doctor(ServiceActor):
                                           [{"at": iso(time.time()), "strategy": strategy, "outcome": final, "reason": reason}],
                                  tried=tried, missing_fields=missing, staged_versions=staged,
                                  external_configured=bool(self.config.healer.url))
-        self.registry.write("record_fix", name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
+        self.registry.write(Ledger.record_fix, name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
                             reason=reason, context=diag, patch=(outcome or {}).get("patch"),
                             validation=(outcome or {}).get("validation"),
                             deployed_to="STAGING" if final == "staged" else "FAILED",
@@ -216,8 +225,8 @@ class Doctor(ServiceActor):
         if final == "staged":
             # A person is needed now (to approve). A rejected attempt gets its report only when it
             # spends the budget (record_fix stores it with the quarantine): until then healing goes on.
-            self.registry.write("set_deferred_report", name, report)
-        self.registry.write("complete_task", task.task_id, {"outcome": final})
+            self.registry.write(Ledger.set_deferred_report, name, report)
+        self.registry.write(Ledger.complete_task, task.task_id, {"outcome": final})
         log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=%s reason=%s",
                     name, strategy, duration_ms, final, reason)
         return self._result(name, final, reason, strategy, (outcome or {}).get("version"))
@@ -372,11 +381,11 @@ class Doctor(ServiceActor):
         return last
 
     def _memory_rung(self, ctx, tried, *, host, diff_sig, tmpl, broken) -> dict | None:
-        from healerd.memory import apply_bundle
+        from healerd.store.memory import apply_bundle
 
         name = ctx.source_name
         try:
-            matches = self.registry.write("memory", "search", error_type=ctx.error_type, host=host,
+            matches = self.registry.write(Ledger.memory, FixMemory.search, error_type=ctx.error_type, host=host,
                                           broken_selectors=broken, diff_sig=diff_sig, template_sig=tmpl,
                                           source_name=name)
         except Exception as exc:
@@ -388,7 +397,7 @@ class Doctor(ServiceActor):
         for m in matches:
             try:
                 # Retrieving the bundle is its own usage event (the `retrieved` statistic).
-                bundle = self.registry.write("memory", "get_fix_bundle", issue_id=m.issue_id,
+                bundle = self.registry.write(Ledger.memory, FixMemory.get_fix_bundle, issue_id=m.issue_id,
                                              source_name=name)["fix_bundle"]
             except Exception as exc:   # forgotten since the search
                 tried.append(f"memory: issue {m.issue_id} could not be retrieved ({exc})")
@@ -398,7 +407,7 @@ class Doctor(ServiceActor):
             candidate = apply_bundle(ctx.blueprint, bundle)
             if candidate is None:
                 continue
-            self.registry.write("memory", "record_usage", event_type="fix_applied", issue_id=m.issue_id,
+            self.registry.write(Ledger.memory, FixMemory.record_usage, event_type="fix_applied", issue_id=m.issue_id,
                                 source_name=name)
             res = self._deploy(name, candidate, "memory", f"fix memory issue {m.issue_id}")
             success = res["outcome"] == "promoted"
@@ -406,7 +415,7 @@ class Doctor(ServiceActor):
             # staged) candidate is still pending, and a page that could not be fetched judged nothing.
             # A failure would lower its confidence and keep it from this source for good.
             if success or (res["outcome"] == "rejected" and res.get("conclusive", True)):
-                self.registry.write("memory", "confirm", issue_id=m.issue_id, source_name=name, success=success,
+                self.registry.write(Ledger.memory, FixMemory.confirm, issue_id=m.issue_id, source_name=name, success=success,
                                     notes=res["reason"][:500])
             if success:
                 tried.append(f"memory: issue {m.issue_id} applied")
@@ -420,7 +429,7 @@ class Doctor(ServiceActor):
         return None
 
     def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
-        from healerd.heal.builtin import heal
+        from healerd.core.heal.builtin import heal
 
         if ctx.blueprint.parser:
             tried.append("builtin: the source has a code parser; the built-in healer repairs selectors only")
@@ -450,8 +459,8 @@ class Doctor(ServiceActor):
 
     def _external_rung(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
 
-        from healerd.heal.external import HealerConfig
-        from healerd.heal.openai_backend import make_client
+        from healerd.adapters.external import HealerConfig
+        from healerd.adapters.openai_backend import make_client
 
         hc = self.config.healer
         if not hc.url:
@@ -486,7 +495,7 @@ class Doctor(ServiceActor):
                 break
             started = time.time()
             res = client.heal_cycle(ctx, cycle, history)
-            self.registry.write("record_healer_call", name=ctx.source_name, cycle=cycle, backend=hc.kind,
+            self.registry.write(Ledger.record_healer_call, name=ctx.source_name, cycle=cycle, backend=hc.kind,
                                 started_at=started, duration_ms=res.duration_ms, http_status=res.http_status,
                                 outcome=res.outcome, reason=res.reason)
             if not res.ok or res.blueprint is None:
@@ -530,9 +539,9 @@ class Doctor(ServiceActor):
     def _remember(self, ctx: DiagnosisContext, got: dict, *, host, diff_sig, tmpl, broken) -> None:
         """Store a promoted fix in the fix memory: the new code parser when the fix brought one
         (a healer's parser.py), else the selector mapping from the old blueprint to the new."""
-        from healerd.blueprint import from_json
-        from healerd.heal.external import secret_literals
-        from healerd.memory import make_parser_bundle, make_selector_bundle
+        from healerd.adapters.external import secret_literals
+        from healerd.core.blueprint import from_json
+        from healerd.store.memory import make_parser_bundle, make_selector_bundle
 
         try:
             new = from_json(got["patch"])
@@ -545,7 +554,7 @@ class Doctor(ServiceActor):
                     return
                 changed = ", ".join(sorted(bundle.get("fields", {}))) or "items"
                 title = f"{host}: selectors for {changed} changed"
-            res = self.registry.write("memory", "submit", error_type=ctx.error_type, host=host, diff_sig=diff_sig,
+            res = self.registry.write(Ledger.memory, FixMemory.submit, error_type=ctx.error_type, host=host, diff_sig=diff_sig,
                                       template_sig=tmpl, broken_selectors=broken, fix_bundle=bundle,
                                       source_name=ctx.source_name, title=title,
                                       extra_secrets=list(secret_literals(ctx.blueprint, ctx.url)),

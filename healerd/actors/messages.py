@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ class ExtractedPage:
     etag: str | None = None
     last_modified: str | None = None
     permanent_redirect: str | None = None
-    extraction: Any = None            # healerd.extract.Extraction, or None when fetching/parsing failed
+    extraction: Any = None            # healerd.core.extract.Extraction, or None when fetching/parsing failed
     error_type: str | None = None     # set when fetching or parsing failed before validation
     error: str | None = None
     retry_after: float | None = None
@@ -65,12 +66,20 @@ class ScrapeDone:
 
 @dataclass(frozen=True)
 class WriteJob:
-    """Anyone -> StoreWriter: call Ledger.<method>(*args, **kwargs) in one transaction."""
-    method: str
+    """Anyone -> StoreWriter: call method(ledger, *args, **kwargs) in one transaction.
+
+    `method` is a Ledger method, unbound (`Ledger.record_fix`): see ActorRegistry.write."""
+    method: Callable[..., Any]
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     request_id: str | None = None     # resolve this waiter with the result
     then: tuple | None = None         # (role, message) told once the write is done, committed or not
+
+
+@dataclass(frozen=True)
+class ForgetHistory:
+    """Control/daemon -> Validator: a source's blueprint changed; drop its cached history."""
+    name: str
 
 
 @dataclass(frozen=True)

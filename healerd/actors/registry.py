@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 import pykka
+
+if TYPE_CHECKING:
+    from healerd.store.ledger import Effects, Ledger
+
+P = ParamSpec("P")
+R = TypeVar("R")
+WRITE_TIMEOUT = 30.0
 
 
 class Failure:
@@ -22,7 +31,7 @@ class ActorRegistry:
         self._refs: dict[str, pykka.ActorRef] = {}
         self._scrapers: list[pykka.ActorRef] = []
         self._rr = itertools.count()
-        self.browser = None   # the daemon's healerd.browser.BrowserPool, shared by every actor's Fetcher
+        self.browser = None   # the daemon's healerd.adapters.browser.BrowserPool, shared by every actor's Fetcher
 
     def set(self, role: str, ref: pykka.ActorRef) -> None:
         with self._lock:
@@ -54,18 +63,36 @@ class ActorRegistry:
         except (KeyError, pykka.ActorDeadError):
             pass  # shutting down, or being replaced: the work is re-found from SQLite
 
-    def write(self, method: str, *args, timeout: float = 30.0, **kwargs):
-        """Ask the StoreWriter to run Ledger.<method>; re-raises its exception here."""
+    # Writes name the Ledger method itself (`write(Ledger.record_fix, name=...)`), so grep and
+    # mypy link each call to its method and check its arguments. A method returning Effects
+    # gives its caller `Effects.result` (the StoreWriter hands the alerts to the Alerter).
+    @overload
+    def write(self, method: Callable[Concatenate[Ledger, P], Effects], /, *args: P.args,
+              **kwargs: P.kwargs) -> Any: ...
+
+    @overload
+    def write(self, method: Callable[Concatenate[Ledger, P], R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+    def write(self, method: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Ask the StoreWriter to run `method` (a Ledger method) on its Ledger; re-raises its exception here."""
         from healerd.actors.messages import WriteJob
 
-        result = self.get("writer").ask(WriteJob(method, args, kwargs), timeout=timeout)
+        result = self.get("writer").ask(WriteJob(method, args, kwargs), timeout=WRITE_TIMEOUT)
         if isinstance(result, Failure):
             raise result.exc
         return result
 
-    def write_later(self, method: str, *args, request_id: str | None = None, then: tuple | None = None,
-                    **kwargs) -> None:
-        """Tell the StoreWriter to run Ledger.<method>; `then` = (role, message) is told once it is done."""
+    def write_later(self, method: Callable[Concatenate[Ledger, P], object], /, *args: P.args,
+                    **kwargs: P.kwargs) -> None:
+        """Tell the StoreWriter to run `method` (a Ledger method); nobody waits for it."""
+        from healerd.actors.messages import WriteJob
+
+        self.tell("writer", WriteJob(method, args, kwargs))
+
+    def write_then(self, then: tuple[str, object], request_id: str | None,
+                   method: Callable[Concatenate[Ledger, P], object], /, *args: P.args, **kwargs: P.kwargs) -> None:
+        """Like write_later; `then` = (role, message) is told once the write is done (committed or not)
+        and the waiter `request_id` is resolved with its result."""
         from healerd.actors.messages import WriteJob
 
         self.tell("writer", WriteJob(method, args, kwargs, request_id=request_id, then=then))

@@ -32,14 +32,14 @@ from healerd.actors.base import ServiceActor
 from healerd.actors.messages import HealTask, ScrapeDone, ScrapeJob, ScraperFree, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scraper import cached_blueprint
+from healerd.adapters.fetch import DEADLINE_FACTOR
+from healerd.adapters.robots import RobotsPolicy
 from healerd.config import Config
-from healerd.fetch import DEADLINE_FACTOR
-from healerd.robots import RobotsPolicy
 from healerd.store.db import rows
+from healerd.store.faults import FaultLog
+from healerd.store.ledger import Ledger
 from healerd.store.sources import SourceNotFound
 from healerd.waiters import Waiters
-
-from healerd.store.faults import FaultLog
 
 log = logging.getLogger("healerd.scheduler")
 
@@ -176,7 +176,7 @@ class Scheduler(ServiceActor):
                 self.ready = []
                 self.manual = []
                 if self.dispatched_at:  # scrapes in flight: due again unless their outcome gets recorded
-                    self.registry.write_later("requeue_unfinished", dict(self.dispatched_at))
+                    self.registry.write_later(Ledger.requeue_unfinished, dict(self.dispatched_at))
         except Exception as exc:  # a bad row or a dead peer must not stop scheduling
             if not self._faults.failed(exc):   # a full disk: one line per episode, not one per tick
                 log.exception("scheduler failed handling %s", type(message).__name__)
@@ -188,7 +188,7 @@ class Scheduler(ServiceActor):
             return
         if now - self.last_housekeeping >= 1.0:
             self.last_housekeeping = now
-            self.registry.write_later("expire_quarantines")
+            self.registry.write_later(Ledger.expire_quarantines)
         self._expire_stale(now)
         self.next_allowed = {h: t for h, t in self.next_allowed.items() if t > now}
         busy = hosts_not_ready(self.in_flight, self.next_allowed, self.config.fetch.per_host_concurrency, now)
@@ -337,8 +337,8 @@ class Scheduler(ServiceActor):
         if self.heal_requests:
             req = self.heal_requests.pop(0)
             try:
-                tid = self.registry.write("enqueue_fix", req.name, {"forced": True}, priority=1)
-                task = self.registry.write("claim_task_by_id", tid, "doctor")
+                tid = self.registry.write(Ledger.enqueue_fix, req.name, {"forced": True}, priority=1)
+                task = self.registry.write(Ledger.claim_task_by_id, tid, "doctor")
             except Exception as exc:
                 self._resolve(req.request_id, Failure(exc))
                 return
@@ -350,7 +350,7 @@ class Scheduler(ServiceActor):
             self.doctor_busy = True
             self.registry.tell("doctor", HealTask(task["task_id"], req.name, task["context"], req.request_id, True))
             return
-        task = self.registry.write("claim_fix", "doctor")
+        task = self.registry.write(Ledger.claim_fix, "doctor")
         if task is not None:
             self.doctor_busy = True
             self.registry.tell("doctor", HealTask(task["task_id"], task["target"], task["context"]))

@@ -13,18 +13,17 @@ import logging
 import time
 from functools import lru_cache
 
-
-from healerd import errors
-from healerd.classify import not_html_reason
 from healerd.actors.base import ServiceActor, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.registry import ActorRegistry
-from healerd.blueprint import Blueprint, from_json
+from healerd.adapters.fetch import FetchError
+from healerd.adapters.robots import RobotsPolicy
 from healerd.config import Config
-from healerd.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
-from healerd.fetch import FetchError
-from healerd.robots import RobotsPolicy
-from healerd.workers import PageJob, WorkerError, WorkerPool, process_page
+from healerd.adapters.workers import PageJob, WorkerError, WorkerPool, process_page
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint, from_json
+from healerd.core.classify import not_html_reason
+from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 
 log = logging.getLogger("healerd.scraper")
 
@@ -42,7 +41,7 @@ def run_parser_on(bp: Blueprint, html: str, limits: PageLimits | None = None) ->
     limits = limits or PageLimits()
     check_page(html, limits.max_elements, limits.max_depth)
     if bp.parser:
-        from healerd.heal.sandbox import run_parser
+        from healerd.adapters.sandbox import run_parser
 
         data = run_parser(bp.parser, html)
         if isinstance(data, list) and len(data) > limits.max_items:

@@ -20,9 +20,10 @@ from healerd.actors.base import ServiceActor
 from healerd.actors.messages import Alert, WriteJob
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.config import Config
-from healerd.ledger import Effects, Ledger
+from healerd.core.errors import Refusal
 from healerd.store.db import write_transaction
 from healerd.store.faults import StorageFaults, StorageUnavailable, is_storage_fault
+from healerd.store.ledger import Effects, Ledger
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.writer")
@@ -57,7 +58,7 @@ class StoreWriter(ServiceActor):
 
     @staticmethod
     def _groupable(message) -> bool:
-        return (isinstance(message, WriteJob) and message.method == "record_scrape" and len(message.args) == 1
+        return (isinstance(message, WriteJob) and message.method is Ledger.record_scrape and len(message.args) == 1
                 and not message.kwargs)
 
     def _queued_scrapes(self, first: WriteJob) -> list[WriteJob]:
@@ -100,9 +101,8 @@ class StoreWriter(ServiceActor):
                     self.registry.tell(*m.then)
 
     def _failed(self, message: WriteJob, exc: Exception, *, quiet: bool = False) -> Failure:
-        if not quiet and not isinstance(exc, (KeyError, ValueError, LookupError)) and type(exc).__name__ not in (
-                "IllegalTransition", "SourceExists", "VersionNotFound", "MemoryError_"):
-            log.error("write %s failed: %s: %s", message.method, type(exc).__name__, exc,
+        if not quiet and not isinstance(exc, (KeyError, ValueError, LookupError, Refusal)):
+            log.error("write %s failed: %s: %s", message.method.__name__, type(exc).__name__, exc,
                       exc_info=(type(exc), exc, exc.__traceback__))
         failure = Failure(exc)
         self.waiters.resolve(message.request_id, failure)
@@ -115,15 +115,15 @@ class StoreWriter(ServiceActor):
                                                             f"not attempted (retrying with backoff)"), quiet=True)
         try:
             with write_transaction(self.conn):  # read-then-write safe against other connections' commits
-                result = getattr(self.ledger, message.method)(*message.args, **message.kwargs)
+                result = message.method(self.ledger, *message.args, **message.kwargs)
         except Exception as exc:  # never let one bad write stop the writer
             # The transaction rolled back; a lifecycle model it had moved must follow.
             self.ledger.resync_models()
             if is_storage_fault(exc):
                 if self.faults.failed(exc):
-                    self._storage_fault(message.method)
+                    self._storage_fault(message.method.__name__)
                 else:
-                    log.debug("write %s failed again: %s", message.method, exc)
+                    log.debug("write %s failed again: %s", message.method.__name__, exc)
                 return self._failed(message, exc, quiet=True)
             return self._failed(message, exc)
         self._write_succeeded()

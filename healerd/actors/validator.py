@@ -13,17 +13,17 @@ import json
 import logging
 import time
 
-
-from healerd import errors
 from healerd.actors.base import ServiceActor
-from healerd.actors.messages import ExtractedPage, ScrapeDone
+from healerd.actors.messages import ExtractedPage, ForgetHistory, ScrapeDone
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scraper import cached_blueprint
-from healerd.classify import failure_fingerprint
 from healerd.config import Config
-from healerd.ledger import ITEM_COUNT_MEMORY, ScrapeOutcome
+from healerd.core import errors
+from healerd.core.classify import failure_fingerprint
+
 from healerd.store.db import row
-from healerd.validate import last_good_sample, validate
+from healerd.core.validate import last_good_sample, validate
+from healerd.store.ledger import ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
 
 log = logging.getLogger("healerd.validator")
 
@@ -79,7 +79,8 @@ class Validator(ServiceActor):
     def _plan_before_heal(self, page: ExtractedPage, outcome: ScrapeOutcome, counts, last_good) -> dict | None:
         """The production version failed on this page: try the previous one (and a merge of the
         two) before the source goes to the Doctor. The plan, or None for ordinary healing."""
-        from healerd.production import HEAL, ProofPage, plan_before_heal, trial
+        from healerd.actors.scraper import run_parser_on
+        from healerd.core.production import HEAL, ProofPage, plan_before_heal, trial
         from healerd.store import probation, versions
 
         job = page.job
@@ -93,11 +94,13 @@ class Validator(ServiceActor):
             return None
         prev = probation.version_row(self.conn, job.name, prev_version)
         status = page.status or 200
-        previous = trial(prev_version, cached_blueprint(prev["body"]), page.html, recent_counts=counts,
+        previous = trial(prev_version, cached_blueprint(prev["body"]), page.html, run=run_parser_on,
+                         recent_counts=counts,
                          last_good=last_good, status=status)
         if not previous.passed:
             return None
-        production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, extraction=page.extraction,
+        production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, run=run_parser_on,
+                           extraction=page.extraction,
                            recent_counts=counts, last_good=last_good, status=status)
         alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
         stored = probation.get_page(self.conn, job.name, job.version) if alternating else None
@@ -114,8 +117,8 @@ class Validator(ServiceActor):
     def handle(self, message):
         if isinstance(message, ExtractedPage):
             self._handle(message)
-        elif isinstance(message, str) and message.startswith("forget:"):
-            self.history.pop(message[7:], None)
+        elif isinstance(message, ForgetHistory):
+            self.history.pop(message.name, None)
         return None
 
     def _handle(self, page: ExtractedPage) -> None:
@@ -144,5 +147,5 @@ class Validator(ServiceActor):
                                     error=f"internal error while validating: {exc}", request_id=job.request_id)
         # The Scheduler hears ScrapeDone from the StoreWriter once the outcome (and the next
         # run time) is committed, so it never sees the source as due again before that.
-        self.registry.write_later("record_scrape", outcome, request_id=job.request_id,
-                                  then=("scheduler", ScrapeDone(job.name, job.host)))
+        self.registry.write_then(("scheduler", ScrapeDone(job.name, job.host)), job.request_id,
+                                 Ledger.record_scrape, outcome)

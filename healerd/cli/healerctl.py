@@ -11,16 +11,17 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import click
 
 from healerd import __version__
-from healerd.blueprint import BlueprintError, load_file
 from healerd.control.client import DaemonUnreachable, call, client_socket_path
-from healerd.sanitize import mask_url
 from healerd.control.protocol import ControlError
-from healerd.timeutil import ago, parse_iso
+from healerd.core.blueprint import BlueprintError, load_file
+from healerd.core.sanitize import mask_url
+from healerd.core.timeutil import ago, parse_iso
 
 DEFAULT_TIMEOUT = 30.0
 DIFF_LINES_SHOWN = 200   # `healerctl diff` without --full: a 5 MB page must not flood the terminal
@@ -621,7 +622,7 @@ def unquarantine(ctx, name, reason, socket_path):
 
 
 def _window(ctx, param, value) -> float:
-    from healerd.timeutil import parse_duration
+    from healerd.core.timeutil import parse_duration
 
     try:
         seconds = parse_duration(value, "--window")

@@ -11,12 +11,13 @@ from typing import Any
 
 from healerd.control import protocol
 from healerd.control.protocol import ControlError
+from healerd.core.errors import HealerdError
 
 SOCKET_NAME = "healerd.sock"
 SYSTEM_SOCKET = "/run/healerd/healerd.sock"  # where the systemd unit's daemon listens
 
 
-class DaemonUnreachable(Exception):
+class DaemonUnreachable(HealerdError):
     """The daemon cannot be reached at `path`; `reason` says why (socket missing, ...)."""
 
     def __init__(self, reason: str, path: str):

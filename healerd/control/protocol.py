@@ -40,7 +40,7 @@ Ops (args -> result):
   resume_healing {} -> {"systemic_halt": false}
   memory_list {} -> list of issue summaries; memory_show {"id"} -> one issue;
   memory_forget {"id"} -> {"forgotten": id}; memory_stats {} -> the memory's usage statistics
-  stats {"window_s"?} -> the fleet's success metrics (healerd.stats.compute)
+  stats {"window_s"?} -> the fleet's success metrics (healerd.core.stats.compute)
   diff also carries "fix_at" when the source is not failing and the diff is its last fix attempt's
 """
 
@@ -52,6 +52,8 @@ import socket
 import struct
 import time
 from typing import Any
+
+from healerd.core.errors import HealerdError
 
 HEADER = struct.Struct(">I")
 MAX_REQUEST = 1_048_576          # what the server accepts
@@ -73,7 +75,7 @@ ERROR_CODES = (
 )
 
 
-class ControlError(Exception):
+class ControlError(HealerdError):
     """An error answered over the control socket (the uniform error shape)."""
 
     def __init__(self, code: str, message: str, details: dict | None = None):
@@ -86,7 +88,7 @@ class ControlError(Exception):
         return {"code": self.code, "message": self.message, "details": self.details}
 
     @classmethod
-    def from_dict(cls, err: Any) -> "ControlError":
+    def from_dict(cls, err: Any) -> ControlError:
         if not isinstance(err, dict):
             return cls("internal_error", f"malformed error from the daemon: {err!r}")
         details = err.get("details")

@@ -20,12 +20,14 @@ import stat
 import struct
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from healerd.control import protocol
 from healerd.control.protocol import ControlError
+from healerd.core.errors import HealerdError
 
 log = logging.getLogger("healerd.control")
 
@@ -44,7 +46,7 @@ class PeerCred:
     gid: int
 
 
-class ControlServerError(RuntimeError):
+class ControlServerError(RuntimeError, HealerdError):
     """The control socket cannot be set up."""
 
 
@@ -262,7 +264,7 @@ class ControlServer:
         self._inode = None
         log.info("control socket %s closed", self.path)
 
-    def __enter__(self) -> "ControlServer":
+    def __enter__(self) -> ControlServer:
         self.start()
         return self
 
@@ -292,7 +294,7 @@ class ControlServer:
             self._listener.close()
             self._listener = None
 
-    def _run_loop(self, sel: selectors.BaseSelector, conns: dict[int, "_Conn"]) -> None:
+    def _run_loop(self, sel: selectors.BaseSelector, conns: dict[int, _Conn]) -> None:
         while not self._stopping.is_set():
             timeout = None
             if conns:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from healerd.control.client import DaemonUnreachable, call
 from healerd.control.protocol import ControlError
+from healerd.core.errors import HealerdError
 from healerd.demo.site import BLUEPRINTS, DemoSite
 
 CONFIG = """
@@ -40,7 +41,7 @@ quarantine_for = "1h"
 """
 
 
-class StoryFailed(Exception):
+class StoryFailed(HealerdError):
     pass
 
 

@@ -101,7 +101,7 @@ class DemoSite:
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="demo-site", daemon=True)
 
-    def start(self) -> "DemoSite":
+    def start(self) -> DemoSite:
         self.thread.start()
         return self
 

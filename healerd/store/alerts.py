@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import apsw
 
+from healerd.core.timeutil import iso
 from healerd.store.db import rows
-from healerd.timeutil import iso
 
 
 def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:
@@ -15,12 +16,14 @@ def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:
         conn.execute("INSERT INTO alerts (ts, level, source, event, message, details) VALUES (?, ?, ?, ?, ?, ?)",
                      (ts, alert["level"], alert.get("source"), alert["event"], alert["message"],
                       json.dumps(alert.get("details") or {}, sort_keys=True)))
-        return conn.last_insert_rowid()
+        rowid = conn.last_insert_rowid()
+    return rowid
 
 
 def since(conn: apsw.Connection, after_id: int = 0, limit: int = 200, source: str | None = None) -> list[dict]:
     """Alerts with id > after_id, oldest first (the last `limit` of them when after_id is 0)."""
-    where, params = "WHERE id > ?", [after_id]
+    where = "WHERE id > ?"
+    params: list[Any] = [after_id]
     if source:
         where += " AND source = ?"
         params.append(source)

@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 import apsw.bestpractice
 
+from healerd.core.errors import HealerdError
 from healerd.store import migrations
 
 DB_FILENAME = "healerd.db"
@@ -73,7 +74,7 @@ def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
 
 
 def _mask_url(url):
-    from healerd.sanitize import mask_url
+    from healerd.core.sanitize import mask_url
 
     return url if url is None else mask_url(url)
 
@@ -86,7 +87,7 @@ def open_db(path: str | os.PathLike) -> apsw.Connection:
     return conn
 
 
-class DatabaseCorrupt(Exception):
+class DatabaseCorrupt(HealerdError):
     """The database file fails SQLite's integrity check (or is not a database at all)."""
 
 

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import apsw
+
+from healerd.core.errors import HealerdError
 
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 60.0
 _OS_FAULTS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(HealerdError):
     """A write refused while a storage fault episode backs off (nothing was attempted)."""
 
 

@@ -8,8 +8,8 @@ import time
 
 import apsw
 
+from healerd.core.timeutil import iso
 from healerd.store.db import row, rows, scalar
-from healerd.timeutil import iso
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
 FAILED_OUTCOMES = ("rejected", "error")
@@ -30,7 +30,8 @@ def record(conn: apsw.Connection, *, source_name: str, error_type: str, strategy
              patch, json.dumps(validation) if validation else None, deployed_to, version, fingerprint, duration_ms,
              failure_started_at, now),
         )
-        return conn.last_insert_rowid()
+        rowid = conn.last_insert_rowid()
+    return rowid
 
 
 def attempts_in_window(conn: apsw.Connection, name: str, window_s: float, now: float | None = None,

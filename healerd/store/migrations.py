@@ -10,9 +10,11 @@ transaction, so a crash mid-upgrade leaves the old version intact.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import apsw
+
+from healerd.core.errors import HealerdError
 
 SCHEMA_VERSION = 2
 
@@ -47,7 +49,7 @@ def _v1_to_v2(conn: apsw.Connection) -> None:
 STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2}
 
 
-class SchemaTooNew(RuntimeError):
+class SchemaTooNew(RuntimeError, HealerdError):
     pass
 
 
@@ -92,4 +94,4 @@ def upgrade(conn: apsw.Connection, schema_sql: str, target: int | None = None,
             version += 1
         conn.execute(schema_sql)
         conn.execute(f"PRAGMA user_version = {int(target)}")
-        return found
+    return found

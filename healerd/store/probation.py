@@ -124,8 +124,8 @@ def took_turns(conn: apsw.Connection, name: str, a: int, b: int) -> bool:
 def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
     """Automatic rollbacks and merges for `healerctl history`: a `version` entry each, at the
     time the version came (back) into production, with `event` saying which."""
+    from healerd.core.timeutil import iso
     from healerd.store.sources import audit_entries
-    from healerd.timeutil import iso
 
     out = []
     events = audit_entries(conn, name, ("rollback", "merge"))   # since the newest registration

@@ -7,8 +7,8 @@ import time
 
 import apsw
 
+from healerd.core.timeutil import iso
 from healerd.store.db import rows
-from healerd.timeutil import iso
 
 
 def to_json(data) -> str:

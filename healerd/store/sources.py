@@ -8,14 +8,15 @@ from urllib.parse import urlsplit
 
 import apsw
 
-from healerd.blueprint import Blueprint
-from healerd.lifecycle import ACTIVE
+from healerd.core.blueprint import Blueprint
+from healerd.core.errors import HealerdError, Refusal
+from healerd.core.timeutil import iso
 from healerd.store.db import row, rows
 from healerd.store.fixes import COUNTED_OUTCOMES
-from healerd.timeutil import iso
+from healerd.store.lifecycle import ACTIVE
 
 
-class SourceNotFound(KeyError):
+class SourceNotFound(KeyError, HealerdError):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
@@ -24,7 +25,7 @@ class SourceNotFound(KeyError):
         return f"no source named {self.name!r}"
 
 
-class SourceExists(ValueError):
+class SourceExists(ValueError, Refusal):
     pass
 
 

@@ -1,4 +1,4 @@
-"""The rows the fleet's success metrics are computed from (healerd.stats), over a window."""
+"""The rows the fleet's success metrics are computed from (healerd.core.stats), over a window."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from healerd.store.db import rows, scalar
 
 
 def window_rows(conn: apsw.Connection, since: float) -> dict:
-    """Everything healerd.stats.compute needs for the window starting at `since`, read in one
+    """Everything healerd.core.stats.compute needs for the window starting at `since`, read in one
     read transaction so the figures agree with each other."""
     with conn:   # a read transaction: one snapshot of the database
         fixes = rows(conn, "SELECT outcome, strategy, created_at, failure_started_at, production_verdict "

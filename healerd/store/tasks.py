@@ -37,7 +37,8 @@ def enqueue(conn: apsw.Connection, type_: str, target: str, context: dict | None
             "VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?)",
             (type_, target, priority, now, not_before, max_retries, json.dumps(context or {}, sort_keys=True)),
         )
-        return conn.last_insert_rowid()
+        task_id = conn.last_insert_rowid()
+    return task_id
 
 
 def claim(conn: apsw.Connection, worker: str, types: tuple[str, ...] | None = None,
@@ -94,7 +95,7 @@ def fail(conn: apsw.Connection, task_id: int, error: str, *, retry: bool = True,
             "completed_at = CASE WHEN ? = 'FAILED' THEN ? ELSE NULL END, claimed_by = NULL WHERE task_id = ?",
             (state, retries, error[:4000], not_before, state, now, task_id),
         )
-        return state
+    return state
 
 
 def release(conn: apsw.Connection, task_id: int, not_before: float | None = None) -> None:
@@ -141,7 +142,8 @@ def list_tasks(conn: apsw.Connection, state: str | None = None) -> list[dict]:
 def purge_finished(conn: apsw.Connection, older_than: float) -> int:
     with conn:
         conn.execute("DELETE FROM task_queue WHERE state IN ('COMPLETED','FAILED') AND completed_at < ?", (older_than,))
-        return conn.changes()
+        purged = conn.changes()
+    return purged
 
 
 def _decode(r: dict) -> dict:

@@ -7,12 +7,13 @@ import time
 
 import apsw
 
-from healerd.blueprint import Blueprint, from_json
+from healerd.core.blueprint import Blueprint, from_json
+from healerd.core.errors import Refusal
+from healerd.core.timeutil import iso
 from healerd.store.db import row, rows, scalar
-from healerd.timeutil import iso
 
 
-class VersionNotFound(KeyError):
+class VersionNotFound(KeyError, Refusal):
     def __str__(self) -> str:
         return str(self.args[0])
 
@@ -56,7 +57,7 @@ def promote(conn: apsw.Connection, name: str, version: int, *, validation: dict 
                      (now, by, json.dumps(validation) if validation else None, name, version))
         conn.execute("UPDATE sources SET current_version = ?, blueprint = CASE WHEN ? = 'human' THEN ? ELSE blueprint END, "
                      "updated_at = ? WHERE name = ?", (version, target["origin"], target["body"], now, name))
-        return prev
+    return prev
 
 
 def reject(conn: apsw.Connection, name: str, version: int, reason: str, validation: dict | None = None) -> None:

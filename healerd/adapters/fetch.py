@@ -1,0 +1,677 @@
+"""Fetching one page over HTTP, politely and defensively.
+
+One sync httpx client (HTTP/1.1) per Fetcher. A fetch:
+- sends the configured User-Agent plus the blueprint's headers and cookies, and
+  If-None-Match / If-Modified-Since when known; the headers and cookies go only to the
+  first URL's origin (scheme, host and port): a redirect elsewhere, or from https down to
+  http, drops them (`same_origin`);
+- follows redirects itself, up to `max_redirects`, naming a loop as a loop and
+  recording a permanent (301/308) redirect on the first hop;
+- streams the body and stops reading, closing the connection, once `max_bytes`
+  is passed; the cap counts *inflated* bytes: gzip/deflate are decoded here, in steps
+  that never produce more than the room left, so a compression bomb costs at most
+  `max_bytes` of memory; a Content-Length above the cap is refused before reading;
+- has connect/read timeouts and one total wall-clock deadline (timeout x 3) that every
+  raw socket operation obeys: the network backend bounds each connect, read and write by
+  the time left, on new and reused keep-alive connections alike, so a trickling server
+  (a few bytes every half second) costs a fetch its deadline and nothing more; the error
+  states the real elapsed time;
+- reads at most 256 KB of an error page, enough to tell a bot challenge or login
+  wall (BLOCKED, e.g. Cloudflare's 403) from a plain HTTP error;
+- decodes the body without ever raising: BOM, then the Content-Type charset, then a
+  `<meta>` charset in the first 4 KB, else UTF-8 (labels as browsers read them).
+
+Every failure is a FetchError carrying an error class from `healerd.core.errors` and a
+one-line message in which the URL's credentials and secret-looking query values
+are masked (`mask_url`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextvars
+import email.utils
+import errno
+import http.cookiejar
+import re
+import socket
+import ssl
+import time
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import urljoin, urlsplit
+
+import httpcore
+import httpx
+
+from healerd import __version__
+from healerd.core import errors
+from healerd.core.classify import detect_block
+from healerd.core.errors import HealerdError
+from healerd.core.sanitize import mask_url
+
+DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
+ACCEPT_ENCODING = "gzip, deflate"   # the encodings decoded here, within max_bytes
+ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+PERMANENT_CODES = (301, 308)
+DEADLINE_FACTOR = 3.0
+KEEPALIVE_CONNECTIONS = 16     # idle connections kept per client (one client per actor)
+KEEPALIVE_EXPIRY_S = 5.0
+ERROR_BODY_LIMIT = 262_144   # bytes of a 4xx/5xx page kept to recognise a bot wall
+NOT_BLOCKS = (404, 410, 429)  # 4xx statuses whose body is never taken for a bot wall (nor 5xx but 503)
+
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.I)
+# Labels browsers decode as something else (WHATWG Encoding Standard).
+_LABEL_ALIASES = {
+    "iso-8859-1": "windows-1252", "iso8859-1": "windows-1252", "latin1": "windows-1252",
+    "latin-1": "windows-1252", "l1": "windows-1252", "us-ascii": "windows-1252", "ascii": "windows-1252",
+    "iso-8859-9": "windows-1254", "latin5": "windows-1254", "tis-620": "windows-874",
+    "x-sjis": "shift_jis", "gb2312": "gbk", "x-gbk": "gbk",
+}
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    timeout: float = 20.0            # read timeout, seconds
+    connect_timeout: float = 10.0
+    max_bytes: int = 10_000_000
+    user_agent: str = DEFAULT_USER_AGENT
+    max_redirects: int = 10
+
+
+@dataclass
+class FetchResult:
+    url: str                  # final URL after redirects
+    status: int               # 2xx, or 304
+    headers: dict[str, str]   # lower-cased names
+    body: bytes               # b"" for 304
+    text: str                 # decoded text ("" for 304)
+    encoding: str             # the charset used
+    not_modified: bool        # 304 on a conditional request
+    etag: str | None
+    last_modified: str | None
+    elapsed_ms: float
+    permanent_redirect: str | None   # the target of a 301/308 on the first hop, if any
+
+
+class FetchError(HealerdError):
+    """A fetch that failed; `error_type` is a healerd.core.errors constant."""
+
+    def __init__(self, error_type: str, message: str, *, url: str, status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.url = url
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"FetchError({self.error_type}, {self.message!r})"
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or an HTTP-date); None if unusable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    now_dt = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    return max(0.0, (when - now_dt).total_seconds())
+
+
+def _codec(label: str | bytes | None) -> str | None:
+    """The Python codec name for a charset label, or None when unknown."""
+    if not label:
+        return None
+    if isinstance(label, bytes):
+        label = label.decode("ascii", "ignore")
+    label = label.strip().strip("\"'").lower()
+    label = _LABEL_ALIASES.get(label, label)
+    try:
+        return codecs.lookup(label).name
+    except (LookupError, ValueError):
+        return None
+
+
+def _header_charset(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip("\"'") or None
+    return None
+
+
+def detect_encoding(body: bytes, content_type: str | None) -> str:
+    """The codec to decode `body` with: BOM, header charset, `<meta>` charset, else utf-8."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return name
+    codec = _codec(_header_charset(content_type))
+    if codec:
+        return codec
+    m = _META_CHARSET.search(body[:4096])
+    if m:
+        codec = _codec(m.group(1))
+        if codec and codec.startswith("utf-16"):
+            codec = "utf-8"   # a page readable as ASCII to find the tag is not UTF-16
+        if codec:
+            return codec
+    return "utf-8"
+
+
+def decode_body(body: bytes, content_type: str | None) -> tuple[str, str]:
+    """(text, codec used); never raises."""
+    codec = detect_encoding(body, content_type)
+    try:
+        return body.decode(codec, errors="replace"), codec
+    except (LookupError, UnicodeError, ValueError):
+        return body.decode("utf-8", errors="replace"), "utf-8"
+
+
+def _host_port(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return f"{parts.hostname}:{port}"
+    except ValueError:
+        return "?"
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or "?"
+    except ValueError:
+        return "?"
+
+
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def classify_transport_error(exc: Exception, url: str) -> tuple[str, str]:
+    """(error class, one-line message) for an httpx/transport exception."""
+    where = _host_port(url)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return errors.TIMEOUT, f"connect timeout: {where} did not accept a connection in time"
+    if isinstance(exc, httpx.ReadTimeout):
+        return errors.TIMEOUT, f"read timeout: {where} sent nothing for too long"
+    if isinstance(exc, httpx.WriteTimeout):
+        return errors.TIMEOUT, f"write timeout while sending the request to {where}"
+    if isinstance(exc, httpx.PoolTimeout):
+        return errors.TIMEOUT, "timed out waiting for a free connection"
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError)):
+        return errors.HTTP_ERROR, f"invalid URL or request: {mask_url(url)} ({type(exc).__name__})"
+    if isinstance(exc, httpx.DecodingError):
+        return errors.HTTP_ERROR, f"cannot decode the response body from {where} (bad Content-Encoding)"
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return errors.NETWORK, f"DNS lookup failed for host {_host(url)} ({cause.strerror or cause})"
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return errors.NETWORK, f"TLS certificate of {where} not accepted: {cause.verify_message or cause.reason}"
+        if isinstance(cause, ssl.SSLError):
+            return errors.NETWORK, f"TLS handshake with {where} failed ({cause.reason or type(cause).__name__})"
+        if isinstance(cause, ConnectionRefusedError):
+            return errors.NETWORK, f"connection refused by {where}"
+        if isinstance(cause, ConnectionResetError):
+            return errors.NETWORK, f"connection reset by {where}"
+        if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+            return errors.NETWORK, f"{where} is unreachable ({cause.strerror})"
+    text = str(exc).lower()
+    if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
+        return errors.NETWORK, f"DNS lookup failed for host {_host(url)}"
+    if "connection refused" in text:
+        return errors.NETWORK, f"connection refused by {where}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return errors.NETWORK, f"{where} closed the connection or sent a malformed response"
+    if isinstance(exc, httpx.ConnectError):
+        return errors.NETWORK, f"cannot connect to {where} ({type(exc).__name__})"
+    if isinstance(exc, httpx.ReadError):
+        return errors.NETWORK, f"connection to {where} broke while reading"
+    if isinstance(exc, httpx.WriteError):
+        return errors.NETWORK, f"connection to {where} broke while sending the request"
+    return errors.NETWORK, f"network error talking to {where} ({type(exc).__name__})"
+
+
+class _Deadline:
+    """The total wall-clock deadline of one fetch (every redirect hop included)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.started = time.monotonic()
+        self.expires = self.started + seconds
+        self.hit = False
+
+    def remaining(self) -> float:
+        return self.expires - time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def expired(self) -> bool:
+        if not self.hit and time.monotonic() >= self.expires:
+            self.hit = True
+        return self.hit
+
+    def bound(self, timeout: float | None) -> float:
+        """`timeout` cut to the time left; raises httpcore's timeout once nothing is left."""
+        left = self.remaining()
+        if left <= 0:
+            self.hit = True
+            raise httpcore.ReadTimeout("total deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+
+# The deadline of the fetch running on this thread (a sync client reads on the caller's thread).
+_CURRENT: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("healerd_fetch_deadline", default=None)
+
+
+def _bound(timeout: float | None) -> float | None:
+    deadline = _CURRENT.get()
+    return timeout if deadline is None else deadline.bound(timeout)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A network stream whose every read, write and TLS handshake waits at most the time left
+    before the current fetch's deadline: kept-alive connections obey it as new ones do."""
+
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bound(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bound(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _bound(timeout)))
+
+    def get_extra_info(self, info: str):
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self):
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _bound(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _bound(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bind_deadlines(client: httpx.Client) -> httpx.Client:
+    """Give every transport of `client` (the direct one and any proxy from the environment)
+    the deadline-bound network backend. httpx 0.28 builds its httpcore pools without a
+    `network_backend` argument, so the pools' backend is replaced before any connection exists."""
+    transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise RuntimeError("this httpx/httpcore version keeps its network backend elsewhere; healerd "
+                               "cannot bound fetches by their deadline")
+        pool._network_backend = _DeadlineBackend()
+    return client
+
+
+class _BoundedBody:
+    """Decodes a body (identity, gzip, deflate) while counting the *decoded* bytes against
+    `limit`: a chunk is never inflated past the room left plus one byte, so a compression
+    bomb stops at `limit` with no more than that in memory."""
+
+    def __init__(self, encoding: str, limit: int):
+        codings = [c.strip().lower() for c in (encoding or "").split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+        self.coding = codings[0] if codings else None
+        self.limit = limit
+        self.size = 0
+        self.over = False
+        self.parts: list[bytes] = []
+        self._z = self._new() if self.coding else None
+        self._deflate_first = self.coding == "deflate"
+
+    def _new(self, raw_deflate: bool = False):
+        if self.coding in ("gzip", "x-gzip"):
+            return zlib.decompressobj(zlib.MAX_WBITS | 16)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw_deflate else zlib.MAX_WBITS)
+
+    def _keep(self, data: bytes) -> None:
+        room = self.limit - self.size
+        if len(data) > room:
+            self.parts.append(data[:room])
+            self.size = self.limit
+            self.over = True
+            return
+        self.parts.append(data)
+        self.size += len(data)
+
+    def feed(self, raw: bytes) -> None:
+        """Add raw bytes; sets `over` once the decoded body passes `limit`."""
+        if self.over or not raw:
+            return
+        if self._z is None:
+            self._keep(raw)
+            return
+        data = raw
+        while data and not self.over:
+            try:
+                out = self._z.decompress(data, self.limit - self.size + 1)
+            except zlib.error:
+                if self._deflate_first:   # servers sending raw deflate under "deflate"
+                    self._deflate_first = False
+                    self._z = self._new(raw_deflate=True)
+                    continue
+                raise
+            self._deflate_first = False
+            self._keep(out)
+            if self._z.eof:             # a gzip stream of several members
+                data = self._z.unused_data
+                if data:
+                    self._z = self._new()
+            else:
+                data = self._z.unconsumed_tail
+
+    def body(self) -> bytes:
+        if self._z is not None and not self.over:
+            try:
+                self._keep(self._z.flush())
+            except zlib.error:
+                pass
+        return b"".join(self.parts)
+
+
+class _NoCookies(http.cookiejar.CookiePolicy):
+    """The shared client keeps no cookies between fetches (they would leak between sources)."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie, request):
+        return False
+
+    def return_ok(self, cookie, request):
+        return False
+
+    def domain_return_ok(self, domain, request):
+        return False
+
+    def path_return_ok(self, path, request):
+        return False
+
+
+@dataclass
+class _Raw:
+    url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    permanent_redirect: str | None
+    elapsed_ms: float
+
+
+class Fetcher:
+    """Fetches pages with one shared httpx client; thread-safe."""
+
+    def __init__(self, config: FetchConfig | None = None, browser=None):
+        self.config = config or FetchConfig()
+        self.browser = browser   # a healerd.adapters.browser.BrowserPool for `fetch = "browser"` sources, or None
+        timeout = httpx.Timeout(self.config.timeout, connect=self.config.connect_timeout)
+        # Keep-alive: many sources share a host, and a new TCP connection per fetch costs
+        # more CPU than parsing half the page. Every socket operation, on a new or a reused
+        # connection, waits at most the time left before the fetch's deadline (_DeadlineBackend).
+        # Cookies are never kept (see _NoCookies).
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+                              keepalive_expiry=KEEPALIVE_EXPIRY_S)
+        self.client = _bind_deadlines(httpx.Client(
+            http1=True, http2=False, timeout=timeout, follow_redirects=False, limits=limits,
+            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            headers={"User-Agent": self.config.user_agent, "Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING},
+        ))
+
+    # -- public ------------------------------------------------------------------
+    def fetch(self, url: str, *, headers: dict | None = None, cookies: dict | None = None,
+              etag: str | None = None, last_modified: str | None = None, via: str = "http",
+              wait_for: str | None = None) -> FetchResult:
+        """GET `url`; a FetchResult for 2xx/304, else FetchError.
+
+        `via="browser"` renders the page in the browser pool instead (no conditional request;
+        `wait_for` is a CSS selector to wait for after load)."""
+        if via == "browser":
+            if self.browser is None:
+                raise FetchError(errors.NETWORK, "this source needs a browser and none is set up here", url=url)
+            return self.browser.fetch(url, headers=headers, cookies=cookies, wait_for=wait_for)
+        extra = dict(headers or {})
+        conditional = bool(etag or last_modified) or any(
+            k.lower() in ("if-none-match", "if-modified-since") for k in extra)
+        if etag:
+            extra["If-None-Match"] = etag
+        if last_modified:
+            extra["If-Modified-Since"] = last_modified
+        raw = self._get(url, extra, cookies, self.config.max_bytes, truncate=False)
+        status, hdrs = raw.status, raw.headers
+        where = mask_url(raw.url)
+        if status == 304:
+            if not conditional:
+                raise FetchError(errors.HTTP_ERROR, f"HTTP 304 Not Modified from {where} on an unconditional request",
+                                 url=url, status=status)
+            return FetchResult(url=raw.url, status=304, headers=hdrs, body=b"", text="", encoding="",
+                               not_modified=True, etag=hdrs.get("etag") or etag,
+                               last_modified=hdrs.get("last-modified") or last_modified,
+                               elapsed_ms=raw.elapsed_ms, permanent_redirect=raw.permanent_redirect)
+        if 200 <= status < 300:
+            text, codec = decode_body(raw.body, hdrs.get("content-type"))
+            return FetchResult(url=raw.url, status=status, headers=hdrs, body=raw.body, text=text, encoding=codec,
+                               not_modified=False, etag=hdrs.get("etag"), last_modified=hdrs.get("last-modified"),
+                               elapsed_ms=raw.elapsed_ms, permanent_redirect=raw.permanent_redirect)
+        reason = _reason(status)
+        retry_after = parse_retry_after(hdrs.get("retry-after"))
+        if status == 429:
+            wait = f"; retry after {retry_after:.0f}s" if retry_after is not None else ""
+            raise FetchError(errors.RATE_LIMIT, f"HTTP 429 Too Many Requests from {where}{wait}", url=url,
+                             status=status, retry_after=retry_after)
+        if 300 <= status < 400:
+            raise FetchError(errors.HTTP_ERROR, f"HTTP {status} {reason} from {where} without a usable Location",
+                             url=url, status=status)
+        if (400 <= status < 500 and status not in NOT_BLOCKS) or status == 503:
+            text, _ = decode_body(raw.body, hdrs.get("content-type"))
+            blocked = detect_block(text, status, hdrs)
+            if blocked:
+                raise FetchError(errors.BLOCKED, f"HTTP {status} from {where}: {blocked}", url=url, status=status,
+                                 retry_after=retry_after)
+        raise FetchError(errors.HTTP_ERROR, f"HTTP {status} {reason} from {where}", url=url, status=status,
+                         retry_after=retry_after)
+
+    def get_text(self, url: str, limit: int = 512_000) -> tuple[int, str]:
+        """(status, text) of a small resource (robots.txt, sitemaps), cut at `limit` bytes.
+
+        Any HTTP status is returned; network errors and timeouts raise FetchError.
+        """
+        raw = self._get(url, {}, None, limit, truncate=True)
+        text, _ = decode_body(raw.body, raw.headers.get("content-type"))
+        return raw.status, text
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------
+    def _get(self, url: str, headers: dict, cookies: dict | None, limit: int, truncate: bool) -> _Raw:
+        started = time.monotonic()
+        _check_url(url, url)
+        deadline = _Deadline(max(self.config.timeout, 0.001) * DEADLINE_FACTOR)
+        token = _CURRENT.set(deadline)
+        chain = [url]
+        permanent = None
+        current = url
+        try:
+            while True:
+                trusted = same_origin(url, current)
+                req_headers = dict(headers) if trusted else {
+                    k: v for k, v in headers.items() if k.lower() in ("if-none-match", "if-modified-since")}
+                if cookies and trusted:
+                    req_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+                status, hdrs, body = self._one(current, req_headers, limit, truncate, deadline)
+                location = hdrs.get("location")
+                if status in REDIRECT_CODES and location:
+                    target = urljoin(current, location.strip())
+                    if len(chain) == 1 and status in PERMANENT_CODES:
+                        permanent = target
+                    _check_url(target, url, redirect_from=current)
+                    if target in chain:
+                        loop = " -> ".join(mask_url(u) for u in chain[chain.index(target):] + [target])
+                        raise FetchError(errors.HTTP_ERROR, f"redirect loop: {loop}", url=url, status=status)
+                    if len(chain) > self.config.max_redirects:
+                        raise FetchError(errors.HTTP_ERROR, f"too many redirects (more than "
+                                         f"{self.config.max_redirects}) starting at {mask_url(url)}",
+                                         url=url, status=status)
+                    if deadline.expired():
+                        raise _deadline_error(deadline, current, url, status)
+                    chain.append(target)
+                    current = target
+                    continue
+                return _Raw(current, status, hdrs, body, permanent, (time.monotonic() - started) * 1000.0)
+        except FetchError as exc:
+            exc.url = url
+            raise
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            if deadline.expired():
+                raise _deadline_error(deadline, current, url, None) from None
+            kind, message = classify_transport_error(exc, current)
+            raise FetchError(kind, message, url=url) from None
+        except (UnicodeEncodeError, TypeError) as exc:   # headers/cookies httpx cannot send
+            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(current)}: header and "
+                             f"cookie names and values must be ASCII text ({type(exc).__name__})",
+                             url=url) from None
+        except (UnicodeError, ValueError) as exc:        # e.g. a host name IDNA rejects
+            raise FetchError(errors.HTTP_ERROR, f"invalid URL: {mask_url(current)} ({type(exc).__name__}: "
+                             f"{str(exc)[:80]})", url=url) from None
+        except OSError as exc:  # raised outside httpx's mapping (rare)
+            kind, message = classify_transport_error(exc, current)
+            raise FetchError(kind, message, url=url) from None
+        finally:
+            _CURRENT.reset(token)
+
+    def _one(self, url: str, headers: dict, limit: int, truncate: bool,
+             deadline: _Deadline) -> tuple[int, dict[str, str], bytes]:
+        """One request, no redirects: (status, lower-cased headers, body up to `limit` decoded bytes)."""
+        with self.client.stream("GET", url, headers=headers) as resp:
+            hdrs = {k.lower(): v for k, v in resp.headers.items()}
+            status = resp.status_code
+            if status in REDIRECT_CODES and hdrs.get("location"):
+                return status, hdrs, b""
+            if status == 304 or status == 204 or status < 200:
+                return status, hdrs, b""
+            if status >= 400 and not truncate:
+                # An error page is read only far enough to tell a bot wall from a plain error.
+                limit, truncate = min(limit, ERROR_BODY_LIMIT), True
+            declared = hdrs.get("content-length", "")
+            if not truncate and declared.isdigit() and int(declared) > limit:
+                raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}): "
+                                 f"Content-Length {declared} from {mask_url(url)}", url=url, status=status)
+            try:
+                body = _BoundedBody(hdrs.get("content-encoding", ""), limit)
+            except ValueError as exc:
+                raise FetchError(errors.HTTP_ERROR, f"{exc} from {mask_url(url)}", url=url, status=status) from None
+            # iter_raw yields what each socket read returned (no 64 KB buffering), so the deadline
+            # is looked at after every read; each read itself waits at most the time left.
+            for raw in resp.iter_raw():
+                try:
+                    body.feed(raw)
+                except zlib.error:
+                    raise FetchError(errors.HTTP_ERROR, f"cannot decode the response body from "
+                                     f"{_host_port(url)} (bad Content-Encoding)", url=url, status=status) from None
+                if body.over:
+                    if truncate:
+                        break
+                    # Leaving the `with` closes the unfinished response, and with it the connection.
+                    raise FetchError(errors.TOO_LARGE, f"response body larger than max_bytes ({limit}"
+                                     f"{' once decompressed' if body.coding else ''}) from {mask_url(url)}; "
+                                     f"stopped reading", url=url, status=status)
+                if deadline.expired():
+                    raise _deadline_error(deadline, url, url, status)
+            return status, hdrs, body.body()
+
+
+def same_origin(first: str, other: str) -> bool:
+    """True when `other` has the origin of `first`: the same scheme, host and port (default
+    ports filled in). A source's headers and cookies are sent only there: never to another
+    port of the same host, never from https down to http."""
+    try:
+        a, b = urlsplit(first), urlsplit(other)
+        return ((a.scheme or "").lower(), a.hostname, a.port or _DEFAULT_PORT.get(a.scheme.lower())) == \
+            ((b.scheme or "").lower(), b.hostname, b.port or _DEFAULT_PORT.get(b.scheme.lower()))
+    except ValueError:
+        return False
+
+
+_DEFAULT_PORT = {"http": 80, "https": 443}
+
+
+def _deadline_error(deadline: _Deadline, current: str, url: str, status: int | None) -> FetchError:
+    return FetchError(errors.TIMEOUT, f"no complete response from {_host_port(current)} after "
+                      f"{deadline.elapsed():.1f}s (total deadline {deadline.seconds:g}s)", url=url, status=status)
+
+
+def _check_url(url: str, original: str, redirect_from: str | None = None) -> None:
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        ok = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+        if ok:
+            _ = parts.port  # raises ValueError on a bad port
+    except ValueError:
+        ok = False
+    if not ok:
+        shown = mask_url(url) if isinstance(url, str) else repr(type(url).__name__)
+        if redirect_from is not None:
+            msg = f"redirect from {mask_url(redirect_from)} to an unusable URL: {shown}"
+        else:
+            msg = f"invalid URL (need http(s)://host/...): {shown}"
+        raise FetchError(errors.HTTP_ERROR, msg, url=original if isinstance(original, str) else "")
+
+
+def _reason(status: int) -> str:
+    try:
+        from http import HTTPStatus
+
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""

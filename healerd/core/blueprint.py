@@ -1,0 +1,319 @@
+"""Blueprints: what to scrape from a page, parsed and checked.
+
+A blueprint is TOML or the same structure in JSON (docs/REFERENCE.md, "Blueprints"):
+
+    url = "http://127.0.0.1:8080/stats"   # optional when given on the command line
+    every = "15m"
+    items = "table.stats tr.player"       # optional: one record per matching element
+    [fields.name]
+    css = "td.name"
+    type = "str"                          # str | int | float
+    attr = "href"                         # optional
+    required = true                       # default
+
+A field's `css` (and `items`) may also be a list of selectors, tried in order: the
+first that matches wins. One parser then reads two layouts a site serves at once.
+
+Optional extras: `[headers]` and `[cookies]` (sent with every request; treated as
+secrets), `fetch = "browser"` (render the page in a real browser; default "http") with
+`wait_for = "<css>"` (browser only: wait until the selector matches), and `parser` (Python source defining `parse(html) -> dict | list[dict]`,
+run in a sandbox; then a field's `css` is optional and `fields` is the schema).
+
+Every problem raises BlueprintError naming the key it is about.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
+from typing import Any
+from urllib.parse import urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from healerd.core.errors import HealerdError
+from healerd.core.timeutil import parse_duration
+
+FIELD_TYPES = ("str", "int", "float")
+DEFAULT_EVERY = 900.0
+FETCH_MODES = ("http", "browser")
+_TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name", "fetch", "wait_for"}
+_FIELD_KEYS = {"css", "attr", "type", "required"}
+_PROBE = LexborHTMLParser("<html><body><p>probe</p></body></html>")
+
+
+class BlueprintError(ValueError, HealerdError):
+    """A blueprint that cannot be used; `key` names the offending key."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(f"{key}: {message}" if key else message)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    css: str | None                   # the first (primary) selector
+    type: str = "str"
+    attr: str | None = None
+    required: bool = True
+    fallbacks: tuple[str, ...] = ()   # further selectors, tried in order when `css` matches nothing
+
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        """Every selector of the field, in the order they are tried."""
+        return ((self.css,) if self.css is not None else ()) + self.fallbacks
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if self.css is not None:
+            d["css"] = [self.css, *self.fallbacks] if self.fallbacks else self.css
+        d["type"] = self.type
+        if self.attr is not None:
+            d["attr"] = self.attr
+        if not self.required:
+            d["required"] = False
+        return d
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    fields: dict[str, FieldSpec]
+    url: str | None = None
+    every: float = DEFAULT_EVERY
+    items: str | None = None
+    headers: dict[str, str] = dc_field(default_factory=dict)
+    cookies: dict[str, str] = dc_field(default_factory=dict)
+    parser: str | None = None
+    fetch: str = "http"                 # "http" or "browser" (rendered by a real browser)
+    wait_for: str | None = None         # browser only: a CSS selector to wait for after load
+    items_fallbacks: tuple[str, ...] = ()   # further `items` selectors, tried in order
+
+    @property
+    def items_selectors(self) -> tuple[str, ...]:
+        """Every `items` selector, in the order they are tried (empty without `items`)."""
+        return ((self.items,) if self.items is not None else ()) + self.items_fallbacks
+
+    @property
+    def kind(self) -> str:
+        return "code" if self.parser else "selectors"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The blueprint-format dict (what `blueprint.json` and the database hold)."""
+        d: dict[str, Any] = {}
+        if self.url is not None:
+            d["url"] = self.url
+        d["every"] = self.every
+        if self.items is not None:
+            d["items"] = [self.items, *self.items_fallbacks] if self.items_fallbacks else self.items
+        d["fields"] = {name: f.to_dict() for name, f in self.fields.items()}
+        if self.headers:
+            d["headers"] = dict(self.headers)
+        if self.cookies:
+            d["cookies"] = dict(self.cookies)
+        if self.parser:
+            d["parser"] = self.parser
+        if self.fetch != "http":
+            d["fetch"] = self.fetch
+        if self.wait_for is not None:
+            d["wait_for"] = self.wait_for
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def with_fields(self, fields: dict[str, FieldSpec], items: Any = ...,
+                    items_fallbacks: Any = ...) -> Blueprint:
+        """A copy with other fields (and, when given, another `items` selector: a str or None)."""
+        # A new primary `items` drops the old fallbacks unless they are given too.
+        if items_fallbacks is ...:
+            items_fallbacks = self.items_fallbacks if items is ... else ()
+        return Blueprint(
+            fields=fields,
+            url=self.url,
+            every=self.every,
+            items=self.items if items is ... else items,
+            headers=self.headers,
+            cookies=self.cookies,
+            parser=self.parser,
+            fetch=self.fetch,
+            wait_for=self.wait_for,
+            items_fallbacks=items_fallbacks,
+        )
+
+    def with_url(self, url: str) -> Blueprint:
+        return replace(self, url=url)
+
+    def with_parser(self, code: str | None) -> Blueprint:
+        return replace(self, parser=code)
+
+    def selectors(self) -> dict[str, str | None]:
+        return {name: f.css for name, f in self.fields.items()}
+
+
+def check_selector(css: str, key: str) -> None:
+    """Raise BlueprintError when selectolax rejects `css`."""
+    if not isinstance(css, str) or not css.strip():
+        raise BlueprintError(key, "expected a non-empty CSS selector string")
+    try:
+        _PROBE.css(css)
+    except Exception as exc:  # selectolax raises its own error type
+        raise BlueprintError(key, f"selectolax cannot parse the selector {css!r} ({exc})") from None
+
+
+def check_selectors(value: Any, key: str) -> tuple[str, tuple[str, ...]]:
+    """A selector or a non-empty list of selectors (tried in order), each checked:
+    (the first, the rest)."""
+    if isinstance(value, list):
+        if not value:
+            raise BlueprintError(key, "expected a CSS selector or a non-empty list of them")
+        for i, css in enumerate(value):
+            check_selector(css, f"{key}[{i}]")
+        if len(set(value)) != len(value):
+            raise BlueprintError(key, "the same selector is listed twice")
+        return value[0], tuple(value[1:])
+    check_selector(value, key)
+    return value, ()
+
+
+def check_url(url: Any, key: str = "url") -> str:
+    if not isinstance(url, str) or not url.strip():
+        raise BlueprintError(key, "expected an http(s) URL string")
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BlueprintError(key, f"expected an http(s) URL with a host; got {url!r}")
+    return url.strip()
+
+
+def _str_map(value: Any, key: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise BlueprintError(key, "expected a table of string keys to string values")
+    return dict(value)
+
+
+def from_dict(data: Any, url: str | None = None, require_url: bool = False, check_parser: bool = True) -> Blueprint:
+    """Build and check a Blueprint from its dict form. `url` overrides the file's.
+
+    A `parser` is checked the way the sandbox checks it before it runs (allowed imports, no
+    forbidden names), so a parser that would be refused at every scrape is refused here, once.
+    `check_parser=False` is for blueprints read back from the store, checked when they came in."""
+    if not isinstance(data, dict):
+        raise BlueprintError("", "a blueprint must be a table/object at the top level")
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise BlueprintError(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS - {'name'}))})")
+
+    the_url = url if url is not None else data.get("url")
+    if the_url is not None:
+        the_url = check_url(the_url, "url")
+    elif require_url:
+        raise BlueprintError("url", "missing: give it in the blueprint or with --url")
+
+    try:
+        every = parse_duration(data.get("every", DEFAULT_EVERY), "every")
+    except ValueError as exc:
+        raise BlueprintError("every", str(exc).split(": ", 1)[-1]) from None
+    if every <= 0:
+        raise BlueprintError("every", "must be greater than zero")
+
+    parser = data.get("parser")
+    if parser is not None and (not isinstance(parser, str) or "def parse" not in parser):
+        raise BlueprintError("parser", "expected Python source defining parse(html)")
+    if parser is not None and check_parser:
+        from healerd.adapters.sandbox import ParserRejected, check_parser_source
+
+        try:
+            check_parser_source(parser)
+        except ParserRejected as exc:
+            raise BlueprintError("parser", exc.reason) from None
+
+    items = data.get("items")
+    items_fallbacks: tuple[str, ...] = ()
+    if items is not None:
+        items, items_fallbacks = check_selectors(items, "items")
+
+    fetch = data.get("fetch", "http")
+    if fetch not in FETCH_MODES:
+        raise BlueprintError("fetch", f"expected \"http\" or \"browser\"; got {fetch!r}")
+    wait_for = data.get("wait_for")
+    if wait_for is not None:
+        check_selector(wait_for, "wait_for")
+        if fetch != "browser":
+            raise BlueprintError("wait_for", "only for pages fetched with a browser (add fetch = \"browser\")")
+
+    raw_fields = data.get("fields")
+    if not isinstance(raw_fields, dict) or not raw_fields:
+        raise BlueprintError("fields", "a blueprint needs at least one field")
+    fields: dict[str, FieldSpec] = {}
+    for name, spec in raw_fields.items():
+        key = f"fields.{name}"
+        if not isinstance(name, str) or not name.strip():
+            raise BlueprintError("fields", "field names must be non-empty strings")
+        if not isinstance(spec, dict):
+            raise BlueprintError(key, "expected a table with at least `css`")
+        unknown = sorted(set(spec) - _FIELD_KEYS)
+        if unknown:
+            raise BlueprintError(f"{key}.{unknown[0]}", "unknown key (known: attr, css, required, type)")
+        css = spec.get("css")
+        fallbacks: tuple[str, ...] = ()
+        if css is None:
+            if parser is None:
+                raise BlueprintError(f"{key}.css", "missing: every field needs a CSS selector")
+        else:
+            css, fallbacks = check_selectors(css, f"{key}.css")
+        ftype = spec.get("type", "str")
+        if ftype not in FIELD_TYPES:
+            raise BlueprintError(f"{key}.type", f"expected one of {', '.join(FIELD_TYPES)}; got {ftype!r}")
+        attr = spec.get("attr")
+        if attr is not None and (not isinstance(attr, str) or not attr.strip()):
+            raise BlueprintError(f"{key}.attr", "expected an attribute name")
+        required = spec.get("required", True)
+        if not isinstance(required, bool):
+            raise BlueprintError(f"{key}.required", "expected true or false")
+        fields[name] = FieldSpec(name=name, css=css, type=ftype, attr=attr, required=required, fallbacks=fallbacks)
+
+    return Blueprint(
+        fields=fields,
+        url=the_url,
+        every=every,
+        items=items,
+        headers=_str_map(data.get("headers"), "headers"),
+        cookies=_str_map(data.get("cookies"), "cookies"),
+        parser=parser,
+        fetch=fetch,
+        wait_for=wait_for,
+        items_fallbacks=items_fallbacks,
+    )
+
+
+def parse_text(text: str, fmt: str | None = None, url: str | None = None, require_url: bool = False) -> Blueprint:
+    """Parse blueprint text. `fmt` is "toml" or "json"; None guesses from the first character."""
+    if fmt is None:
+        fmt = "json" if text.lstrip().startswith("{") else "toml"
+    try:
+        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BlueprintError("", f"the blueprint is not valid {fmt.upper()}: {exc}") from None
+    return from_dict(data, url=url, require_url=require_url)
+
+
+def load_file(path: str, url: str | None = None, require_url: bool = False) -> Blueprint:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise BlueprintError("", f"cannot read blueprint file {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BlueprintError("", f"{path} is not UTF-8 text") from None
+    fmt = "json" if path.endswith(".json") else ("toml" if path.endswith(".toml") else None)
+    return parse_text(text, fmt, url=url, require_url=require_url)
+
+
+def from_json(text: str) -> Blueprint:
+    return from_dict(json.loads(text), check_parser=False)

@@ -1,0 +1,184 @@
+"""Extraction exactly as docs/REFERENCE.md ("Extraction") defines it.
+
+- Parse with selectolax's lexbor backend.
+- Without `items`: each field's selector on the whole document, first match.
+- A field (or `items`) with a list of selectors tries them in order: the first
+  selector that matches a node wins (for `items`: the first that matches any).
+- With `items`: each node `items` matches is one record, in document order; each
+  field is `item.css_first(css)`.
+- A value is `node.text(deep=True, separator="")` with whitespace collapsed, or the
+  attribute's value as is; no match is None.
+- Work is bounded before any of it is done: `check_page` counts the elements and
+  measures the nesting of the raw HTML with C-speed scans (a page nested 100,000 levels
+  deep costs the HTML parser minutes) and `extract(..., max_items=N)` refuses more than N
+  items before building a record; both raise `PageTooLarge` (error class TOO_LARGE).
+- `int`/`float` take the first number in the text (`-?\\d[\\d,]*(\\.\\d+)?`, commas
+  dropped); text with no number gives None.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.errors import HealerdError
+
+NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
+MAX_ELEMENTS = 250_000
+MAX_DEPTH = 256
+MAX_ITEMS = 10_000
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+# Elements that never nest: void elements, and those whose end tag a page may leave out
+# (a following sibling closes them), which would otherwise count as ever deeper nesting.
+_FLAT = frozenset({
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+    "param", "keygen", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody",
+    "tfoot", "colgroup", "caption", "rb", "rt", "rtc", "rp", "html", "head", "body",
+})
+
+
+@dataclass(frozen=True)
+class PageLimits:
+    """The work bounds of one page ([fetch] max_items, max_elements, max_depth)."""
+
+    max_items: int = MAX_ITEMS
+    max_elements: int = MAX_ELEMENTS
+    max_depth: int = MAX_DEPTH
+
+
+class PageTooLarge(ValueError, HealerdError):
+    """A page over a work bound (elements, nesting, items); `error_type` is TOO_LARGE."""
+
+    error_type = errors.TOO_LARGE
+
+
+def check_page(html: str | bytes, max_elements: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH) -> None:
+    """Raise PageTooLarge when `html` has more than `max_elements` start tags or nests elements
+    deeper than `max_depth`, before anything parses it. The depth is measured on the tags as
+    written (end tags a page may omit do not count), so it never overstates a real page's."""
+    if isinstance(html, bytes):
+        html = html.decode("utf-8", errors="replace")
+    count = html.count("<") - html.count("</")   # start tags (and comments): C speed, no copies
+    if count > max_elements:
+        raise PageTooLarge(f"the page has {count} elements, more than max_elements ({max_elements}): "
+                           f"not parsed")
+    flat = _FLAT
+    steps = (0 if m[2].lower() in flat else (-1 if m[1] else 1) for m in _TAG.finditer(html))
+    depth = max(accumulate(steps, initial=0))
+    if depth > max_depth:
+        raise PageTooLarge(f"the page nests elements {depth} deep, more than max_depth ({max_depth}): not parsed")
+
+
+def parse_html(html: str | bytes) -> LexborHTMLParser:
+    if isinstance(html, bytes):
+        html = html.decode("utf-8", errors="replace")
+    return LexborHTMLParser(html)
+
+
+def node_value(node: LexborNode | None, attr: str | None) -> str | None:
+    if node is None:
+        return None
+    if attr:
+        return node.attributes.get(attr)
+    return " ".join(node.text(deep=True, separator="").split())
+
+
+def first_number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    m = NUMBER.search(text)
+    if not m:
+        return None
+    return float(m.group(0).replace(",", ""))
+
+
+def coerce(raw: str | None, ftype: str) -> Any:
+    """The typed value of a raw string: str as is; int/float from the first number."""
+    if raw is None:
+        return None
+    if ftype == "str":
+        return raw
+    num = first_number(raw)
+    if num is None:
+        return None
+    if ftype == "int":
+        return int(num)
+    return num
+
+
+@dataclass
+class Extraction:
+    """What a blueprint gave on one page.
+
+    `data` is one dict (no `items`) or a list of dicts, typed; `raw` has the same
+    shape with the raw strings, so the validator can tell "no match" (raw None)
+    from "matched but not a number" (raw str, value None).
+    """
+
+    data: dict[str, Any] | list[dict[str, Any]]
+    raw: dict[str, str | None] | list[dict[str, str | None]]
+    item_count: int | None  # None for single-record blueprints
+
+
+def first_node(root: LexborNode | LexborHTMLParser, selectors: tuple[str, ...]) -> LexborNode | None:
+    """The first match of the first selector that matches anything under `root`, or None."""
+    for css in selectors:
+        node = root.css_first(css)
+        if node is not None:
+            return node
+    return None
+
+
+def item_nodes(tree: LexborHTMLParser, selectors: tuple[str, ...]) -> list[LexborNode]:
+    """The item nodes of the first `items` selector that matches any node."""
+    for css in selectors:
+        nodes = tree.css(css)
+        if nodes:
+            return nodes
+    return []
+
+
+def _record(root: LexborNode | LexborHTMLParser, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
+    data: dict[str, Any] = {}
+    raw: dict[str, str | None] = {}
+    for name, spec in fields.items():
+        value = node_value(first_node(root, spec.selectors), spec.attr) if spec.css else None
+        raw[name] = value
+        data[name] = coerce(value, spec.type)
+    return data, raw
+
+
+def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint, max_items: int | None = None) -> Extraction:
+    """Run a selector blueprint on a page (HTML text or an already parsed tree).
+
+    With `max_items`, a page whose `items` selector matches more nodes raises PageTooLarge
+    before any record is built."""
+    tree = page if isinstance(page, LexborHTMLParser) else parse_html(page)
+    if blueprint.items:
+        nodes = item_nodes(tree, blueprint.items_selectors)
+        if max_items is not None and len(nodes) > max_items:
+            raise PageTooLarge(f"the items selector matched {len(nodes)} items, more than max_items "
+                               f"({max_items})")
+        data_list, raw_list = [], []
+        for item in nodes:
+            d, r = _record(item, blueprint.fields)
+            data_list.append(d)
+            raw_list.append(r)
+        return Extraction(data_list, raw_list, len(data_list))
+    root = tree.root if tree.root is not None else tree
+    d, r = _record(root, blueprint.fields)
+    return Extraction(d, r, None)
+
+
+def extract_field(tree: LexborHTMLParser, items: str | None, css: str, attr: str | None) -> list[str | None]:
+    """The raw values one field selector gives: one per item, or a single-element list."""
+    if items:
+        return [node_value(item.css_first(css), attr) for item in tree.css(items)]
+    root = tree.root if tree.root is not None else tree
+    return [node_value(root.css_first(css), attr)]

@@ -1,0 +1,100 @@
+"""The built-in selector healer: repair broken CSS selectors without an LLM.
+
+Given a blueprint, the last good page, the records the blueprint extracted
+from it and the current page, `heal` either returns a repaired blueprint that
+was checked on the current page, or refuses with the names of the fields whose
+data it cannot find. Evidence, strongest first: the old value found again
+(exactly, then nearly), the label that named the old node (column header,
+<label>, <dt>, preceding text), and structural likeness (tag, classes,
+attributes, ancestors, position). Ambiguous matches (a runner-up within the
+margin) are refused: a refusal is a right answer, a wrong value is the worst.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from healerd.core.blueprint import Blueprint
+from healerd.core.extract import extract
+from healerd.core.heal.evidence import (
+    HealResult,
+)
+from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.listing import (
+    _heal_items,
+)
+from healerd.core.heal.single_record import (
+    _heal_single,
+)
+
+__all__ = ["HealResult", "heal"]
+
+
+def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict], after_html: str) -> HealResult:
+    """Repair `blueprint` for `after_html`, or refuse naming the fields whose data is gone."""
+    if blueprint.parser or any(f.css is None for f in blueprint.fields.values()):
+        return HealResult(False, None, "code blueprint: the built-in healer repairs CSS selectors only", {})
+    before = Page(before_html)
+    after = Page(after_html)
+    old = extract(before.tree, blueprint)
+    if not _records_match_shape(old_records, blueprint):
+        return HealResult(False, None, "old records do not have the blueprint's shape", {})
+    now = extract(after.tree, blueprint)
+    if _consistent(now.data, old_records, blueprint):
+        torn = None if blueprint.items else _newly_torn(blueprint, before, after)
+        if torn:
+            return HealResult(False, None, f"cannot heal: {torn}", {})
+        return HealResult(True, blueprint, "the blueprint still works: nothing to heal", {}, unchanged=True, confidence=1.0)
+    if blueprint.items:
+        return _heal_items(blueprint, before, after, old.raw, old_records)
+    return _heal_single(blueprint, before, after, old.raw, old_records)
+
+
+def _newly_torn(bp: Blueprint, before: Page, after: Page) -> str | None:
+    """A field whose selector matched one node and now matches several with different values, or None.
+
+    The first of them still gives the old value, but it may be a copy placed before the record (a
+    "related" block repeating the old value while the record's own changed): which one is the
+    field cannot be told, so the page is not taken as unchanged.
+    """
+    for name, spec in bp.fields.items():
+        if len(before.tree.css(spec.css)) != 1:
+            continue
+        nodes = after.tree.css(spec.css)
+        values = {after.value(after.index_of(n), spec.attr) for n in nodes}
+        if len(nodes) > 1 and len(values - {None, ""}) > 1:
+            return (f"{name} (its selector matched one node and now matches {len(nodes)} with different values: "
+                    f"a copy such as a 'related' block may hold the old value)")
+    return None
+
+
+def _records_match_shape(records: Any, bp: Blueprint) -> bool:
+    if bp.items:
+        return isinstance(records, list) and all(isinstance(r, dict) for r in records)
+    return isinstance(records, dict)
+
+
+def _same_value(a: Any, b: Any, ftype: str) -> bool:
+    if ftype == "str":
+        return a == b
+    return a is not None and b is not None and float(a) == float(b)
+
+
+def _consistent(now: Any, old: Any, bp: Blueprint) -> bool:
+    """True when the old blueprint gives the old records again on the current page."""
+    if bp.items:
+        if not isinstance(now, list) or len(now) != len(old) or not now:
+            return False
+        pairs = list(zip(now, old))
+    else:
+        pairs = [(now, old)]
+    for got, want in pairs:
+        for name, spec in bp.fields.items():
+            if want.get(name) is None:
+                if got.get(name) is None and spec.required and not bp.items:
+                    return False
+                continue
+            if not _same_value(got.get(name), want.get(name), spec.type):
+                return False
+    return True
+

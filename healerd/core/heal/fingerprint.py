@@ -1,0 +1,381 @@
+"""Page indexes and node fingerprints for the built-in healer.
+
+`Page` parses a document once and indexes every element: tag, attributes,
+collapsed text, parent, depth, position among siblings, plus dicts from text
+and attribute values to nodes (so value look-ups are dict hits, not scans).
+`Fingerprint` records what a selector matched on the last good page; `similarity`
+compares a fingerprint with a node of the current page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from selectolax.lexbor import LexborHTMLParser
+
+from healerd.core.extract import parse_html
+
+MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
+LABEL_MAX = 60                   # a label is short text
+_WORD = re.compile(r"[a-z]+|\d+")
+_NUM = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
+_MONEY = re.compile(r"^[^\d\s]{0,3}\s?-?\d[\d,]*(\.\d+)?\s?[^\d\s]{0,3}$")
+_DATE = re.compile(
+    r"\b(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d)",
+    re.I,
+)
+_URL = re.compile(r"^(https?:|/|\.{1,2}/|#|[\w.-]+\.(html?|php|aspx?)\b)")
+_LABEL_TAGS = {"th", "dt", "label", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "legend", "caption"}
+
+
+def collapse(text: str | None) -> str:
+    return " ".join(text.split()) if text else ""
+
+
+def text_shape(value: str | None) -> str:
+    """A coarse kind for a value: empty, number, money, date, url, word, short, text."""
+    v = (value or "").strip()
+    if not v:
+        return "empty"
+    if _NUM.match(v):
+        return "number"
+    if _MONEY.match(v) and any(c.isdigit() for c in v):
+        return "money"
+    if _DATE.search(v) and len(v) < 40:
+        return "date"
+    if _URL.match(v) and " " not in v:
+        return "url"
+    if " " not in v:
+        return "word"
+    return "short" if len(v) <= 40 else "text"
+
+
+def words(*parts: str) -> set[str]:
+    """Lower-case word tokens of class names, tags, labels (splits on -, _ and case)."""
+    out: set[str] = set()
+    for part in parts:
+        if part:
+            out.update(_WORD.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", part).lower()))
+    return out
+
+
+def jaccard(a: set, b: set) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def norm_label(text: str) -> str:
+    return collapse(text).lower().strip(" :*¶#").strip()
+
+
+def near_closeness(value: str, text: str, attr: str | None) -> float:
+    """0..1 closeness when `text` nearly carries `value` (one contains the other, bounded length), else 0.
+
+    A longer text must contain the value whole; a shorter one counts only for text (attribute
+    values such as URLs and ids count only when the old value is kept whole) and from 4 characters.
+    """
+    lv, lt = len(value), len(text)
+    if lv < 4 or lt == lv or lt < int(lv * 0.6) or lt > lv * 3 + 40:
+        return 0.0
+    if lt > lv:
+        if value not in text:
+            return 0.0
+    elif attr or text not in value or lt < 4:
+        return 0.0
+    return min(lt, lv) / max(lt, lv)
+
+
+class Page:
+    """One parsed page with per-element indexes (element order = document order)."""
+
+    def __init__(self, html: str | bytes | LexborHTMLParser):
+        self.tree = html if isinstance(html, LexborHTMLParser) else parse_html(html)
+        self.nodes = self.tree.css("*")
+        self.pos = {n.mem_id: i for i, n in enumerate(self.nodes)}
+        n = len(self.nodes)
+        self.parent = [-1] * n
+        self.depth = [0] * n
+        self.children: list[list[int]] = [[] for _ in range(n)]
+        self.tags = [node.tag or "" for node in self.nodes]
+        self.attrs = [dict(node.attributes) for node in self.nodes]
+        self.texts = [collapse(node.text(deep=True, separator="")) for node in self.nodes]
+        for i, node in enumerate(self.nodes):
+            par = node.parent
+            p = self.pos.get(par.mem_id, -1) if par is not None else -1
+            self.parent[i] = p
+            if p >= 0:
+                self.depth[i] = self.depth[p] + 1
+                self.children[p].append(i)
+        self.end = self._subtree_ends()
+        self.text_index: dict[str, list[int]] = {}
+        for i, t in enumerate(self.texts):
+            if t and len(t) <= MAX_INDEXED_TEXT:
+                self.text_index.setdefault(t, []).append(i)
+        self._attr_index: dict[str, dict[str, list[int]]] = {}
+        self._labels: dict[int, str] = {}
+        self.by_tag: dict[str, list[int]] = {}
+        self.by_class: dict[str, list[int]] = {}
+        for i, tag in enumerate(self.tags):
+            self.by_tag.setdefault(tag, []).append(i)
+            for c in set(self.classes(i)):
+                self.by_class.setdefault(c, []).append(i)
+
+    def _subtree_ends(self) -> list[int]:
+        """end[i]: one past the last element index inside i's subtree."""
+        n = len(self.nodes)
+        end = list(range(1, n + 1))
+        for i in range(n - 1, -1, -1):
+            p = self.parent[i]
+            if p >= 0 and end[i] > end[p]:
+                end[p] = end[i]
+        return end
+
+    # -- basic facts ---------------------------------------------------------
+    def classes(self, i: int) -> list[str]:
+        return (self.attrs[i].get("class") or "").split()
+
+    def contains(self, anc: int, i: int) -> bool:
+        """True when i is anc or inside anc's subtree."""
+        return anc <= i < self.end[anc]
+
+    def ancestors(self, i: int, limit: int = 1000) -> list[int]:
+        out = []
+        p = self.parent[i]
+        while p >= 0 and len(out) < limit:
+            out.append(p)
+            p = self.parent[p]
+        return out
+
+    def sibling_index(self, i: int) -> tuple[int, int]:
+        """(1-based index among element siblings, 1-based index among same-tag siblings)."""
+        p = self.parent[i]
+        if p < 0:
+            return 1, 1
+        sibs = self.children[p]
+        k = sibs.index(i)
+        same = sum(1 for s in sibs[:k] if self.tags[s] == self.tags[i])
+        return k + 1, same + 1
+
+    def value(self, i: int, attr: str | None) -> str | None:
+        if attr:
+            return self.attrs[i].get(attr)
+        return self.texts[i]
+
+    def index_of(self, node) -> int | None:
+        return None if node is None else self.pos.get(node.mem_id)
+
+    # -- value look-ups ------------------------------------------------------
+    def attr_index(self, attr: str) -> dict[str, list[int]]:
+        idx = self._attr_index.get(attr)
+        if idx is None:
+            idx = {}
+            for i, a in enumerate(self.attrs):
+                v = a.get(attr)
+                if v is not None:
+                    idx.setdefault(v, []).append(i)
+            self._attr_index[attr] = idx
+        return idx
+
+    def exact(self, value: str, attr: str | None, within: int | None = None) -> list[int]:
+        """Elements whose value (text or attribute) equals `value`, optionally inside `within`."""
+        hits = (self.attr_index(attr) if attr else self.text_index).get(value, [])
+        if within is not None:
+            hits = [i for i in hits if self.contains(within, i)]
+        return hits
+
+    def near(self, value: str, attr: str | None, within: int | None = None, limit: int = 50) -> list[tuple[int, float]]:
+        """Elements whose value contains `value` or is contained in it (bounded length); with a 0..1 closeness.
+
+        With `within`, only that subtree is read (not the whole page index), so looking in
+        every record container of a listing costs one pass over the page, not one per container.
+        """
+        if len(value) < 4:
+            return []
+        out: list[tuple[int, float]] = []
+        if within is not None and self.end[within] - within < len(self.text_index):
+            for i in range(within, self.end[within]):
+                text = self.value(i, attr)
+                ok = text and (attr or len(text) <= MAX_INDEXED_TEXT)   # as the text index holds them
+                closeness = near_closeness(value, text, attr) if ok else 0.0
+                if closeness:
+                    out.append((i, closeness))
+        else:
+            source = self.attr_index(attr) if attr else self.text_index
+            for text, idxs in source.items():
+                closeness = near_closeness(value, text, attr)
+                if not closeness:
+                    continue
+                for i in idxs:
+                    if within is None or self.contains(within, i):
+                        out.append((i, closeness))
+                if len(out) > limit * 4:
+                    break
+        out.sort(key=lambda t: (-t[1], t[0]))
+        return out[:limit]
+
+    def chain_members(self, i: int) -> list[int]:
+        """i with its ancestors and descendants that carry exactly the same text (one visible occurrence)."""
+        t = self.texts[i]
+        top = i
+        while self.parent[top] >= 0 and self.texts[self.parent[top]] == t:
+            top = self.parent[top]
+        members = [top]
+        cur = top
+        while True:
+            kids = [c for c in self.children[cur] if self.texts[c] == t]
+            if len(kids) != 1:
+                break
+            cur = kids[0]
+            members.append(cur)
+        return members
+
+    # -- labels --------------------------------------------------------------
+    def label(self, i: int) -> str:
+        """The text that names node i: column header, <label for>, <dt>, or a short preceding sibling."""
+        return self.label_info(i)[0]
+
+    def label_info(self, i: int) -> tuple[str, str]:
+        """(label, kind); kind is column | for | dt | label | heading | "" (strong kinds name one field)."""
+        got = self._labels.get(i)
+        if got is None:
+            text, kind = self._find_label(i)
+            got = (norm_label(text), kind if text else "")
+            self._labels[i] = got
+        return got
+
+    def _find_label(self, i: int) -> tuple[str, str]:
+        cell = i
+        for _ in range(3):
+            if cell < 0:
+                break
+            if self.tags[cell] in ("td", "th"):
+                header = self._column_header(cell)
+                if header:
+                    return header, "column"
+                break
+            cell = self.parent[cell]
+        node_id = self.attrs[i].get("id")
+        if node_id:
+            for j in self.attr_index("for").get(node_id, []):
+                if self.tags[j] == "label":
+                    return self.texts[j], "for"
+        own = self.texts[i]
+        cur = i
+        for _level in range(4):
+            if cur < 0:
+                break
+            p = self.parent[cur]
+            if p < 0:
+                break
+            sibs = self.children[p]
+            k = sibs.index(cur)
+            for s in reversed(sibs[max(0, k - 3):k]):
+                t = self.texts[s]
+                if not t or len(t) > LABEL_MAX or (own and t == own):
+                    continue
+                if self.tags[s] in ("dt", "th", "label") or t.endswith(":"):
+                    return t, ("dt" if self.tags[s] == "dt" else "label")
+                if self.tags[s] in _LABEL_TAGS or self.tags[s] != self.tags[cur]:
+                    return t, "heading"
+                break
+            for c in sibs:
+                if c != cur and self.tags[c] == "label" and self.texts[c] and len(self.texts[c]) <= LABEL_MAX:
+                    return self.texts[c], "label"
+            cur = p
+        return "", ""
+
+    def _column_header(self, cell: int) -> str:
+        row = self.parent[cell]
+        if row < 0 or self.tags[row] != "tr":
+            return ""
+        col = [c for c in self.children[row] if self.tags[c] in ("td", "th")].index(cell)
+        table = row
+        while table >= 0 and self.tags[table] != "table":
+            table = self.parent[table]
+        if table < 0:
+            return ""
+        header_row = -1
+        for j in range(table + 1, self.end[table]):
+            if self.tags[j] == "tr":
+                cells = [c for c in self.children[j] if self.tags[c] in ("td", "th")]
+                if cells and all(self.tags[c] == "th" for c in cells):
+                    header_row = j
+                break
+        if header_row < 0 or header_row == row:
+            return ""
+        cells = [c for c in self.children[header_row] if self.tags[c] in ("td", "th")]
+        return self.texts[cells[col]] if col < len(cells) else ""
+
+
+@dataclass
+class Fingerprint:
+    """What an old selector matched on the last good page."""
+
+    tag: str
+    node_id: str
+    classes: set[str]
+    class_words: set[str]
+    attrs: dict[str, str]
+    value: str
+    shape: str
+    label: str
+    label_kind: str
+    ancestor_words: set[str]
+    ancestor_tags: list[str]
+    sib_index: int
+    extra: dict = field(default_factory=dict)
+
+
+_SKIP_ATTRS = {"class", "id", "style"}
+
+
+def fingerprint(page: Page, i: int, value: str | None) -> Fingerprint:
+    anc = page.ancestors(i, 4)
+    anc_words: set[str] = set()
+    for a in anc:
+        anc_words |= {"<" + page.tags[a]} | words(*page.classes(a))
+    cls = page.classes(i)
+    return Fingerprint(
+        tag=page.tags[i],
+        node_id=page.attrs[i].get("id") or "",
+        classes=set(cls),
+        class_words=words(*cls),
+        attrs={k: v for k, v in page.attrs[i].items() if k not in _SKIP_ATTRS and v is not None},
+        value=value or "",
+        shape=text_shape(value),
+        label=page.label_info(i)[0],
+        label_kind=page.label_info(i)[1],
+        ancestor_words=anc_words,
+        ancestor_tags=[page.tags[a] for a in anc],
+        sib_index=page.sibling_index(i)[0],
+    )
+
+
+def similarity(fp: Fingerprint, page: Page, i: int, value: str | None = None) -> float:
+    """0..1 structural likeness of node i to the fingerprint (tag, classes, attributes, ancestors, shape, position)."""
+    tag_s = 1.0 if page.tags[i] == fp.tag else 0.0
+    cls = page.classes(i)
+    if fp.classes or cls:
+        cls_s = max(jaccard(fp.classes, set(cls)), 0.8 * jaccard(fp.class_words, words(*cls)))
+    else:
+        cls_s = 0.7
+    attrs = page.attrs[i]
+    names = {k for k in attrs if k not in _SKIP_ATTRS}
+    if fp.attrs or names:
+        same_vals = sum(1 for k, v in fp.attrs.items() if attrs.get(k) == v)
+        attr_s = 0.6 * jaccard(set(fp.attrs), names) + 0.4 * (same_vals / max(len(fp.attrs), 1))
+    else:
+        attr_s = 0.7
+    if fp.node_id and attrs.get("id") == fp.node_id:
+        attr_s = 1.0
+    anc = page.ancestors(i, 4)
+    anc_words: set[str] = set()
+    for a in anc:
+        anc_words |= {"<" + page.tags[a]} | words(*page.classes(a))
+    anc_s = jaccard(fp.ancestor_words, anc_words)
+    v = page.value(i, None) if value is None else value
+    shape_s = 1.0 if text_shape(v) == fp.shape else 0.0
+    pos_s = 1.0 if page.sibling_index(i)[0] == fp.sib_index else 0.0
+    return 0.25 * tag_s + 0.2 * cls_s + 0.1 * attr_s + 0.25 * anc_s + 0.1 * shape_s + 0.1 * pos_s

@@ -1,0 +1,553 @@
+"""The built-in healer on single-record pages (a blueprint without `items`).
+
+Each field's old node is fingerprinted on the last good page and looked for on the
+current one: its old value found again (exactly, then nearly), after dropping look-alikes
+the old selector passed over and folding copies of one block; a value changed in place;
+the record (the place where the other fields sit as before); its label. Ambiguities are
+refused with one line naming what was ambiguous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.evidence import (
+    IN_PLACE_DOUBT,
+    IN_PLACE_MARGIN,
+    MARGIN,
+    MAX_VALUE_HITS,
+    MIN_NEAR_CLOSENESS,
+    MIN_SIM_EXACT,
+    MIN_SIM_IN_PLACE,
+    MIN_SIM_KEEP,
+    MIN_SIM_LABEL,
+    MIN_SIM_LABEL_SAME_TAG,
+    MIN_SIM_NEAR,
+    MIN_SIM_UNIQUE,
+    MIN_SIM_WEAK,
+    RECORD_MARGIN,
+    RECORD_MAX_DISTANCE,
+    RECORD_MAX_DISTANCE_SOLE,
+    STRONG_LABEL_KINDS,
+    TWIN_MARGIN,
+    HealResult,
+    copies,
+    describe,
+    is_weak,
+    value_kind,
+)
+from healerd.core.heal.fingerprint import (
+    Fingerprint,
+    Page,
+    fingerprint,
+    norm_label,
+    similarity,
+    text_shape,
+)
+from healerd.core.heal.selectors import relaxed_first, single_selector
+
+
+@dataclass
+class Candidate:
+    node: int
+    score: float          # combined: value evidence + label + structure
+    sim: float            # structural likeness 0..1
+    label_match: bool
+    kind: str             # exact | near | label | current | shared
+    closeness: float = 1.0
+
+
+def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_records: dict) -> HealResult:
+    root_b = before.tree.root
+    root_a = after.tree.root
+    old_nodes: dict[str, int | None] = {}
+    fps: dict[str, Fingerprint] = {}
+    for name, spec in bp.fields.items():
+        i = before.index_of(root_b.css_first(spec.css))
+        old_nodes[name] = i
+        if i is not None:
+            fps[name] = fingerprint(before, i, old_raw.get(name))
+    # fields that sat on the same old node (e.g. a link's text and href)
+    partners = {n: [m for m in bp.fields if m != n and old_nodes[m] is not None and old_nodes[m] == old_nodes[n]]
+                for n in bp.fields}
+
+    decisions: dict[str, tuple[str, Candidate | None, str]] = {}   # name -> (status, cand, why)
+    details: dict[str, dict] = {}
+    for name, spec in bp.fields.items():
+        old_value = old_raw.get(name)
+        cur = after.index_of(root_a.css_first(spec.css))
+        cur_value = after.value(cur, spec.attr) if cur is not None else None
+        if old_value is None or name not in fps:
+            decisions[name] = ("kept", None, "no old value to relocate")
+            continue
+        if cur_value == old_value:
+            decisions[name] = ("kept", None, "old selector gives the old value")
+            continue
+        # a field that shared its old node with another field stays on that node while the
+        # other field's old selector still gives the other's old value there (a link's href
+        # changed, its text did not)
+        held = next((p for p in partners[name] if cur is not None and old_raw.get(p) is not None
+                     and after.index_of(root_a.css_first(bp.fields[p].css)) == cur
+                     and after.value(cur, bp.fields[p].attr) == old_raw.get(p)), None)
+        if held is not None and cur_value:
+            decisions[name] = ("kept", None, f"value changed on the node that still gives field {held!r} its old value")
+            continue
+        partner_values = {after_attr: old_raw.get(p) for p in partners[name]
+                          for after_attr in [bp.fields[p].attr]}
+        distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
+        others = {v for m, v in old_raw.items() if m != name and v}
+        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values, distractors, others,
+                                            before)
+        decisions[name] = (status, cand, why)
+        details[name] = _detail(status, cand, runner, why, after, spec)
+
+    # fields the value alone could not place: their relation to the fields that were placed
+    _place_by_record(bp, before, after, old_nodes, old_raw, fps, decisions, details)
+
+    # fields whose value changed but whose old node was shared with a found field follow it
+    for name, (status, _cand, _why) in list(decisions.items()):
+        if status != "gone":
+            continue
+        for p in partners[name]:
+            pst, pc, _ = decisions[p]
+            node = pc.node if pc else after.index_of(root_a.css_first(bp.fields[p].css)) if pst == "kept" else None
+            spec = bp.fields[name]
+            if node is not None and after.value(node, spec.attr):
+                c = Candidate(node, pc.score if pc else 1.0, pc.sim if pc else 1.0, False, "shared")
+                decisions[name] = ("healed", c, f"same node as field {p!r}")
+                details[name] = _detail("healed", c, None, f"same node as field {p!r}", after, spec)
+                break
+
+    _drop_collisions_single(bp, after, old_nodes, decisions, details)
+    _settle_optional_single(bp, after, decisions, details)
+    gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]
+    if gone:
+        return _refusal(gone, decisions, details)
+
+    new_fields = dict(bp.fields)
+    changed: dict[str, str] = {}
+    selector_for_node: dict[tuple[int, str | None], str | None] = {}
+    for name, (status, cand, _why) in decisions.items():
+        if status != "healed" or cand is None:
+            continue
+        spec = bp.fields[name]
+        if cand.node == after.index_of(root_a.css_first(spec.css)):
+            continue   # the old selector already gives this node: nothing to change
+        key = (cand.node, spec.attr)
+        if key not in selector_for_node:
+            selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=spec.attr)
+                                      or relaxed_first(after, spec.css, cand.node))
+        css = selector_for_node[key]
+        if css is None:
+            details.setdefault(name, {})["why"] = "found the node but no selector picks it out"
+            return _refusal([name], {**decisions, name: ("gone", None, "no unique selector")}, details)
+        new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+        changed[name] = css
+        details[name]["selector"] = css
+    if not changed:
+        return HealResult(True, bp, "the old selectors still find their fields", {}, unchanged=True,
+                          confidence=0.8, details=details)
+    new_bp = bp.with_fields(new_fields)
+    # verification: the new blueprint gives the intended values on the current page
+    check = extract(after.tree, new_bp).raw
+    for name in changed:
+        cand = decisions[name][1]
+        if check.get(name) != after.value(cand.node, bp.fields[name].attr):
+            return _refusal([name], decisions, details, note="verification failed")
+    conf = min(_confidence(decisions[n][1]) for n in changed)
+    summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
+    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
+
+
+_EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "moved": 2, "shared": 2, "near": 1, "label": 0}
+
+
+def _settle_optional_single(bp: Blueprint, after: Page, decisions: dict, details: dict) -> None:
+    """An optional field that was not found keeps its old selector only when that selector finds nothing now.
+
+    A null optional field is a right answer; the old selector now picking another node
+    (a newsletter box where a note was) would return a wrong value, so the field stays
+    "gone" and the heal is refused naming it.
+    """
+    root = after.tree.root
+    for name, (status, _cand, why) in list(decisions.items()):
+        spec = bp.fields[name]
+        if spec.required or status not in ("gone", "ambiguous"):
+            continue
+        node = after.index_of(root.css_first(spec.css))
+        value = after.value(node, spec.attr) if node is not None else None
+        if not value:
+            why = f"optional field not found ({why}); its old selector finds nothing, so it stays empty"
+            decisions[name] = ("kept", None, why)
+            details[name] = {**details.get(name, {}), "status": "kept", "why": why}
+        else:
+            why = f"optional field not found ({why}) and its old selector now finds other data ({value[:40]!r})"
+            decisions[name] = ("gone", None, why)
+            details[name] = {**details.get(name, {}), "status": "gone", "why": why}
+
+
+def _drop_collisions_single(bp: Blueprint, after: Page, old_nodes: dict, decisions: dict, details: dict) -> None:
+    """Fields that had different nodes before must not land on the same node now; the weaker one is refused."""
+    root = after.tree.root
+    def new_node(name):
+        st, cand, _ = decisions[name]
+        if st == "healed" and cand is not None:
+            return cand.node, _EVIDENCE_RANK.get(cand.kind, 0), cand.score
+        if st == "kept":
+            return after.index_of(root.css_first(bp.fields[name].css)), 5, 9.0
+        return None, -1, 0.0
+    names = list(bp.fields)
+    for x, a in enumerate(names):
+        for b in names[x + 1:]:
+            if old_nodes[a] is None or old_nodes[a] == old_nodes[b]:
+                continue
+            na, ra, sa = new_node(a)
+            nb, rb, sb = new_node(b)
+            if na is None or na != nb:
+                continue
+            loser = b if (ra, sa) >= (rb, sb) else a
+            if decisions[loser][0] != "healed":
+                continue
+            why = f"would take the node of field {a if loser == b else b!r}"
+            decisions[loser] = ("gone", None, why)
+            details[loser] = {**details.get(loser, {}), "status": "gone", "why": why}
+
+
+def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: int | None,
+            partner_values: dict, distractors: list[Fingerprint] = (),
+            others: set[str] = frozenset(), before: Page | None = None) -> tuple[str, Candidate | None, str, Candidate | None]:
+    """Find the node that now carries field data: (status, best, why, runner-up)."""
+    weak = is_weak(old_value)
+    exact = _exact_candidates(fp, old_value, spec.attr, after, partner_values, None)
+    exact = _without_copies(after, _without_distractor_twins(fp, distractors, after, spec.attr, exact), old_value)
+    in_place = _in_place(fp, spec, after, cur, others, before)
+    if in_place is not None:
+        if not exact or exact[0].sim < in_place - IN_PLACE_MARGIN:
+            return "kept", None, (f"value changed in place: the old selector's node still looks the same "
+                                  f"(likeness {in_place:.2f})" + (f"; the old value elsewhere looks less alike "
+                                                                  f"({exact[0].sim:.2f})" if exact else "")), None
+        return "ambiguous", None, (f"{IN_PLACE_DOUBT} {_short(after.value(cur, spec.attr))} "
+                                   f"(changed in place?) and the old value is at {describe(after, exact[0].node)} "
+                                   f"(moved?), alike {in_place:.2f} vs {exact[0].sim:.2f}"), exact[0]
+    if exact:
+        best, runner = exact[0], (exact[1] if len(exact) > 1 else None)
+        floor = MIN_SIM_WEAK if (weak and not best.label_match) else MIN_SIM_EXACT
+        if best.sim < floor and not best.label_match:
+            # a distinctive value found once on the page, where the last good page had it only at the
+            # field's own node: the field moved (an author now in a footer link), at a low confidence
+            if (runner is None and not weak and _telling(old_value) and best.sim >= MIN_SIM_UNIQUE
+                    and not distractors and len(after.exact(old_value, spec.attr)) <= len(after.chain_members(best.node))):
+                best.kind = "moved"
+                return "healed", best, f"the old value, found once on the page, moved (likeness {best.sim:.2f})", None
+            return "gone", None, f"the old value is only found in unlike places (likeness {best.sim:.2f})", best
+        if runner is not None and best.score - runner.score < MARGIN:
+            return "ambiguous", None, f"two places carry the old value ({best.score:.2f} vs {runner.score:.2f})", runner
+        return "healed", best, "old value found" + (" with its label" if best.label_match else ""), runner
+    near = _near_candidates(fp, old_value, spec.attr, after, partner_values, None)
+    if near:
+        best, runner = near[0], (near[1] if len(near) > 1 else None)
+        # a long text merely containing the old value (a breadcrumb holding the old name) needs its label
+        if best.label_match or (best.sim >= MIN_SIM_NEAR and best.closeness >= MIN_NEAR_CLOSENESS):
+            if runner is None or best.score - runner.score >= MARGIN:
+                return "healed", best, f"old value found nearly (closeness {best.closeness:.2f})", runner
+            return "ambiguous", None, "several places nearly carry the old value", runner
+    labelled = _label_candidates(fp, spec.attr, after)
+    if labelled:
+        best, runner = labelled[0], (labelled[1] if len(labelled) > 1 else None)
+        likely = best.sim >= MIN_SIM_LABEL or (after.tags[best.node] == fp.tag and best.sim >= MIN_SIM_LABEL_SAME_TAG)
+        if likely and (runner is None or best.score - runner.score >= MARGIN):
+            return "healed", best, f"value changed; found by its label {fp.label!r}", runner
+    if cur is not None and after.value(cur, spec.attr):
+        sim = similarity(fp, after, cur)
+        same_label = bool(fp.label) and after.label(cur) == fp.label
+        if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
+            return "kept", None, "value changed in place (same node kind)", None
+    return "gone", None, "the old value is nowhere on the page", None
+
+
+def _short(value: str | None, n: int = 40) -> str:
+    v = value or ""
+    return repr(v if len(v) <= n else v[:n - 1] + "…")
+
+
+def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, others: set[str],
+              before: Page | None = None) -> float | None:
+    """The likeness of the old selector's node when its value changed in place, else None.
+
+    In place: the node looks like the old one (tag, classes, ancestors, position), still gives a
+    value of the old shape under the same label, and that value is not another field's old value
+    (cells that swapped places are not values that changed), nor a value the last good page already
+    showed somewhere (the next item of a list sliding into the place of one that moved away).
+    """
+    if cur is None:
+        return None
+    value = after.value(cur, spec.attr)
+    if not value or value_kind(value) != value_kind(fp.value) or value in others:
+        return None
+    if before is not None and before.exact(value, spec.attr):
+        return None
+    if fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label:
+        return None
+    if spec.attr and spec.attr in fp.attrs:
+        # the field is this attribute: its value changing is the change itself, not unlikeness
+        fp = replace(fp, attrs={**fp.attrs, spec.attr: value})
+    sim = similarity(fp, after, cur, value)   # the shape compared is the field's own value's
+    if text_shape(value) != fp.shape:
+        sim += 0.1   # same kind of value (a name that grew a word): the shape part of likeness holds
+    return sim if sim >= MIN_SIM_IN_PLACE else None
+
+
+def _distractors(before: Page, old_node: int | None, value: str | None, attr: str | None) -> list[Fingerprint]:
+    """Fingerprints of the other nodes of the last good page that carried the field's value (and were not chosen)."""
+    if old_node is None or not value:
+        return []
+    chain = set(before.chain_members(old_node)) if not attr else {old_node}
+    out = []
+    for i in before.exact(value, attr)[:MAX_VALUE_HITS * 3]:
+        if i in chain or (not attr and (before.contains(i, old_node) or before.contains(old_node, i))):
+            continue
+        out.append(fingerprint(before, i, value))
+    return out
+
+
+def _without_distractor_twins(fp: Fingerprint, distractors: list[Fingerprint], after: Page, attr: str | None,
+                              cands: list[Candidate]) -> list[Candidate]:
+    """Drop candidates that look more like a node the old selector did *not* pick than like the one it did.
+
+    The last good page already had those look-alikes (a navigation link with the same href, the
+    <link rel=prev> in the head) and the blueprint passed them over; their counterparts on the
+    current page are passed over too. When every candidate is such a twin, none is dropped.
+    """
+    if not distractors or len(cands) < 2:
+        return cands
+    kept = []
+    for c in cands:
+        v = after.value(c.node, None) if attr else None
+        twin = max(similarity(d, after, c.node, v) for d in distractors)
+        if twin <= c.sim + TWIN_MARGIN:
+            kept.append(c)
+    return kept or cands
+
+
+def _without_copies(after: Page, cands: list[Candidate], value: str) -> list[Candidate]:
+    """Fold candidates that sit in copies of one block (a layout rendered twice: mobile and desktop).
+
+    Two candidates are copies when the same path of tags and classes leads up to two disjoint
+    ancestors (the highest such pair, or the nodes themselves) whose whole texts are equal and
+    say more than the value: the same content twice,
+    not two fields that happen to hold the same value now. The first in document order stands
+    for the copies (it is the one a selector's first match gives).
+    """
+    if len(cands) < 2:
+        return cands
+    out: list[Candidate] = []
+    for c in sorted(cands, key=lambda c: c.node):
+        if not any(copies(after, k.node, c.node, value) for k in out):
+            out.append(c)
+        else:
+            k = next(k for k in out if copies(after, k.node, c.node, value))
+            k.score = max(k.score, c.score)
+    out.sort(key=lambda c: (-c.score, c.node))
+    return out
+
+
+def _relation(page: Page, x: int, y: int) -> tuple[int, int] | None:
+    """Steps up from x and from y to their lowest common ancestor."""
+    up_x = {x: 0}
+    k, a = 0, x
+    while a >= 0:
+        up_x[a] = k
+        a, k = page.parent[a], k + 1
+    k, a = 0, y
+    while a >= 0:
+        if a in up_x:
+            return up_x[a], k
+        a, k = page.parent[a], k + 1
+    return None
+
+
+def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
+                     decisions: dict, details: dict) -> None:
+    """Settle fields whose old value turned up in several places (or only in unlike ones) by the record.
+
+    The fields that were placed with certainty are anchors. On the last good page each field
+    sat at some distance from each anchor (steps up to their common ancestor); the candidate
+    whose distances to the anchors are the old ones — the same record, not a copy in another
+    block — is taken when it is clearly the closest and looks enough like the old node.
+    """
+    root = after.tree.root
+    anchors: dict[str, tuple[int, int]] = {}     # name -> (old node, new node)
+    for name, (status, cand, _why) in decisions.items():
+        if old_nodes.get(name) is None:
+            continue
+        if status == "healed" and cand is not None and cand.kind in ("exact", "near"):
+            anchors[name] = (old_nodes[name], cand.node)
+        elif status == "kept" and old_raw.get(name) is not None:
+            node = after.index_of(root.css_first(bp.fields[name].css))
+            if node is not None:
+                anchors[name] = (old_nodes[name], node)
+    for name, (status, _cand, why) in list(decisions.items()):
+        if status not in ("ambiguous", "gone") or name not in fps or old_nodes.get(name) is None:
+            continue
+        if why.startswith(IN_PLACE_DOUBT):
+            continue   # the old node itself is a candidate: distances to the other fields cannot settle it
+        spec = bp.fields[name]
+        value = old_raw.get(name)
+        mine = {a: n for a, n in anchors.items() if a != name and n[0] != old_nodes[name]}
+        if not value or not mine:
+            continue
+        cands = _exact_candidates(fps[name], value, spec.attr, after, {}, None)
+        if not cands:
+            continue
+        olds = {a: _relation(before, old_nodes[name], o) for a, (o, _n) in mine.items()}
+
+        def distance(c: Candidate) -> float:
+            ds = []
+            for a, (_o, n) in mine.items():  # noqa: B023 - called within this iteration
+                was, now = olds[a], _relation(after, c.node, n)  # noqa: B023 - called within this iteration
+                if was is None or now is None:
+                    ds.append(9.0)
+                else:
+                    ds.append(abs(was[0] - now[0]) + abs(was[1] - now[1]))
+            return sum(ds) / len(ds)
+        ranked = sorted(((distance(c), -c.score, c.node, c) for c in cands), key=lambda t: t[:3])
+        best_d, best = ranked[0][0], ranked[0][3]
+        runner_d = ranked[1][0] if len(ranked) > 1 else None
+        if best.sim < MIN_SIM_EXACT and not best.label_match:
+            continue
+        if (best_d > (RECORD_MAX_DISTANCE if runner_d is not None else RECORD_MAX_DISTANCE_SOLE)
+                or (runner_d is not None and runner_d - best_d < RECORD_MARGIN)):
+            if status == "ambiguous" and runner_d is not None:
+                why = (f"{why}; nor does the record tell them apart (distance to the other fields "
+                       f"{best_d:.1f} vs {runner_d:.1f})")
+                decisions[name] = (status, None, why)
+                details[name] = {**details.get(name, {}), "why": why}
+            continue
+        best.kind = "record"
+        why = (f"old value found in {len(cands)} place(s); the one where the other fields "
+               f"({', '.join(sorted(mine))}) sit as before (distance {best_d:.1f})")
+        decisions[name] = ("healed", best, why)
+        details[name] = _detail("healed", best, None, why, after, spec)
+
+
+def _score(fp: Fingerprint, after: Page, i: int, value_weight: float, attr: str | None, partner_values: dict) -> Candidate:
+    sim = similarity(fp, after, i, after.value(i, None) if attr else None)
+    label_match = bool(fp.label) and after.label(i) == fp.label
+    bonus = 0.0
+    for pattr, pval in partner_values.items():
+        if pval is not None and after.value(i, pattr) == pval:
+            bonus += 0.3
+    score = value_weight + sim + (0.5 if label_match else 0.0) + bonus
+    return Candidate(i, score, sim, label_match, "exact")
+
+
+def _best_of_chain(fp: Fingerprint, after: Page, members: list[int], attr, partner_values, weight) -> Candidate:
+    cands = [_score(fp, after, m, weight, attr, partner_values) for m in members]
+    cands.sort(key=lambda c: (-c.score, -after.depth[c.node]))
+    return cands[0]
+
+
+def _exact_candidates(fp, value, attr, after: Page, partner_values, within) -> list[Candidate]:
+    hits = after.exact(value, attr, within)
+    out: list[Candidate] = []
+    if attr:
+        out = [_score(fp, after, i, 2.0, attr, partner_values) for i in hits[:50]]
+    else:
+        seen: set[int] = set()
+        for i in hits:
+            if i in seen:
+                continue
+            members = after.chain_members(i)
+            seen.update(members)
+            out.append(_best_of_chain(fp, after, members, attr, partner_values, 2.0))
+            if len(out) >= 50:
+                break
+    out.sort(key=lambda c: (-c.score, c.node))
+    return out
+
+
+def _near_candidates(fp, value, attr, after: Page, partner_values, within) -> list[Candidate]:
+    out: list[Candidate] = []
+    seen: set[int] = set()
+    for i, closeness in after.near(value, attr, within):
+        if i in seen:
+            continue
+        members = [i] if attr else after.chain_members(i)
+        seen.update(members)
+        c = _best_of_chain(fp, after, members, attr, partner_values, 1.0 + closeness)
+        c.kind, c.closeness = "near", closeness
+        out.append(c)
+    out.sort(key=lambda c: (-c.score, c.node))
+    return out
+
+
+def _label_candidates(fp: Fingerprint, attr: str | None, after: Page) -> list[Candidate]:
+    """Nodes named by the old label (value changed): near the label text, same label, scored by likeness."""
+    if not fp.label or fp.label_kind not in ("column", "for", "dt", "label"):
+        return []
+    label_nodes = [i for t, idxs in after.text_index.items() if len(t) <= 60 and norm_label(t) == fp.label for i in idxs]
+    region: list[int] = []
+    for ln in label_nodes[:20]:
+        for start in (ln, after.parent[ln]):
+            if start < 0 or after.parent[start] < 0:
+                continue
+            sibs = after.children[after.parent[start]]
+            k = sibs.index(start)
+            for s in sibs[k + 1:k + 3]:
+                region.extend(range(s, min(after.end[s], s + 30)))
+        if after.tags[ln] == "th":
+            table = ln
+            while table >= 0 and after.tags[table] != "table":
+                table = after.parent[table]
+            if table >= 0:
+                region.extend(j for j in range(table, min(after.end[table], table + 400)) if after.tags[j] in ("td", "th"))
+    out: list[Candidate] = []
+    for i in sorted(set(region)):
+        if after.label(i) != fp.label:
+            continue
+        value = after.value(i, attr)
+        if not value or text_shape(value) != fp.shape or value == fp.label:
+            continue
+        sim = similarity(fp, after, i)
+        out.append(Candidate(i, 0.5 + sim, sim, True, "label"))
+    # one candidate per visible text occurrence: keep the likeliest node of each chain
+    best: dict[int, Candidate] = {}
+    for c in out:
+        top = after.chain_members(c.node)[0] if not attr else c.node
+        if top not in best or c.score > best[top].score:
+            best[top] = c
+    return sorted(best.values(), key=lambda c: (-c.score, c.node))
+
+
+def _telling(value: str) -> bool:
+    """Long enough, and words rather than a bare code or number, not to turn up twice by chance."""
+    return len(value) >= 8 and " " in value.strip() and any(ch.isalpha() for ch in value)
+
+
+def _confidence(c: Candidate | None) -> float:
+    if c is None:
+        return 0.0
+    base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "moved": 0.45, "label": 0.45}.get(c.kind, 0.4)
+    return round(min(1.0, base + 0.3 * c.sim), 3)
+
+
+def _detail(status, cand, runner, why, after: Page, spec: FieldSpec) -> dict:
+    d = {"status": status, "why": why}
+    if cand is not None:
+        d.update(score=round(cand.score, 3), likeness=round(cand.sim, 3), evidence=cand.kind,
+                 value=after.value(cand.node, spec.attr))
+    if runner is not None:
+        d["runner_up"] = round(runner.score, 3)
+    return d
+
+
+def _refusal(names: list[str], decisions: dict, details: dict, note: str = "") -> HealResult:
+    parts = []
+    for n in names:
+        st, _, why = decisions.get(n, ("gone", None, ""))
+        parts.append(f"{n} ({why})" if why else n)
+    reason = ("cannot heal: " + ", ".join(parts)) + (f" [{note}]" if note else "")
+    return HealResult(False, None, reason, {}, details=details)
+

@@ -1,0 +1,148 @@
+"""Judging a candidate parser before it may reach production (the Deployer's core).
+
+A candidate is promoted only when, on the live page:
+- it passes the validator (schema, types, item-count band, not a blocked page);
+- it is plausible against the last good records: a similar item count (unless the
+  page really changed size) and values of the same shape per field;
+- it breaks nothing that worked: every field the production parser still
+  extracted correctly on this page gives the same values under the candidate.
+
+Some candidates are never auto-applied and are kept in staging for a person
+(`healerctl approve`): one that drops or renames a field, or moves the source
+to another host; a candidate its healer was not confident in (below LOW_CONFIDENCE: the
+values changed along with the layout, so the repair rests on structure and labels rather
+than on the old values found again); and any candidate while the source is flagged for review.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from healerd.core.blueprint import Blueprint
+from healerd.core.extract import Extraction
+from healerd.core.validate import ValidationResult, validate, value_shape
+
+LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
+
+PROMOTE = "promote"
+STAGE = "stage"
+REJECT = "reject"
+
+# The judge compares the candidate's values with the last good ones and accepts a looser
+# majority than the validator's drift check (validate.SHAPE_MAJORITY); both classify a value
+# with the one validate.value_shape.
+JUDGE_SHAPE_MAJORITY = 0.6
+
+
+@dataclass
+class Verdict:
+    action: str                     # promote | stage | reject
+    reason: str
+    validation: ValidationResult | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "reason": self.reason, "problems": self.problems,
+                "validation": self.validation.to_dict() if self.validation else None}
+
+
+def _field_values(data: Any, name: str) -> list:
+    if isinstance(data, list):
+        return [d.get(name) for d in data if isinstance(d, dict)]
+    if isinstance(data, dict):
+        return [data.get(name)]
+    return []
+
+
+def _dominant_shape(values: list) -> str | None:
+    shapes = [value_shape(v) for v in values if v not in (None, "")]
+    if not shapes:
+        return None
+    best = max(sorted(set(shapes)), key=shapes.count)
+    return best if shapes.count(best) / len(shapes) >= JUDGE_SHAPE_MAJORITY else None
+
+
+def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
+    """Why a candidate must wait for a person, or None."""
+    if set(candidate.fields) != set(production.fields):
+        dropped = sorted(set(production.fields) - set(candidate.fields))
+        added = sorted(set(candidate.fields) - set(production.fields))
+        what = []
+        if dropped:
+            what.append(f"drops {', '.join(dropped)}")
+        if added:
+            what.append(f"adds {', '.join(added)}")
+        return f"the candidate {' and '.join(what)}: a field change needs a person (healerctl approve)"
+    for name, f in production.fields.items():
+        c = candidate.fields[name]
+        if c.type != f.type or c.required != f.required:
+            return f"the candidate changes the type or requiredness of {name}: needs a person (healerctl approve)"
+    if production.url and candidate.url:
+        a, b = urlsplit(production.url).hostname, urlsplit(candidate.url).hostname
+        if a != b:
+            return f"the candidate moves the source from {a} to {b}: needs a person (healerctl approve)"
+    return None
+
+
+def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction, html: str, *,
+          production_ex: Extraction | None = None, recent_counts: list[int] | None = None,
+          last_good: Any = None, flagged_for_review: bool = False, status: int = 200,
+          confidence: float | None = None) -> Verdict:
+    """Decide promote / stage / reject for a candidate extraction on the live page.
+
+    `confidence` is the healer's own (0..1, None when it gives none); below LOW_CONFIDENCE a
+    candidate that passes everything else waits in staging for `healerctl approve`."""
+    held = never_auto_apply(production, candidate)
+    result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
+                      status=status)
+    if not result.passed:
+        return Verdict(REJECT, "fails validation on the live page: " + "; ".join(result.errors[:4]), result,
+                       list(result.errors))
+    problems: list[str] = []
+    data = candidate_ex.data
+
+    # Plausibility against the last good records.
+    if last_good is not None:
+        if isinstance(last_good, list) and isinstance(data, list) and last_good:
+            old, new = len(last_good), len(data)
+            # The page really changed size when the production parser finds as many items on it.
+            resized = (production_ex is not None and isinstance(production_ex.data, list)
+                       and len(production_ex.data) == new)
+            if not resized and (new < max(1, old // 2) or new > old * 3 + 5):
+                problems.append(f"item count {new} is implausible against the last good {old}")
+        for name in candidate.fields:
+            before = _dominant_shape(_field_values(last_good, name))
+            after = _dominant_shape(_field_values(data, name))
+            if before and after and before != after and not ({before, after} <= {"text", "date"}):
+                problems.append(f"{name}: values were {before}, now {after}")
+
+    # Nothing that worked may break.
+    if production_ex is not None and held is None:
+        for name in production.fields:
+            if name not in candidate.fields:
+                continue
+            old_vals = _field_values(production_ex.data, name)
+            if not old_vals or any(v in (None, "") for v in old_vals):
+                continue  # this field was failing under production: it is what is being fixed
+            new_vals = _field_values(data, name)
+            if isinstance(production_ex.data, list) and isinstance(data, list) and len(old_vals) != len(new_vals):
+                continue  # a different item set; the count check above judges it
+            if old_vals != new_vals:
+                if last_good is not None and new_vals == _field_values(last_good, name):
+                    continue  # production drifted onto other content; the candidate gives back the last good values
+                problems.append(f"{name} worked under production and changes under the candidate")
+
+    if problems:
+        return Verdict(REJECT, "implausible: " + "; ".join(problems[:4]), result, problems)
+    if held:
+        return Verdict(STAGE, held, result)
+    if flagged_for_review:
+        return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
+                              "(healerctl approve)", result)
+    if confidence is not None and confidence < LOW_CONFIDENCE:
+        return Verdict(STAGE, f"low-confidence repair ({confidence:.2f} < {LOW_CONFIDENCE:.2f}: found by structure "
+                              f"and labels, not by the old values): promotion waits for a person (healerctl approve)",
+                       result)
+    return Verdict(PROMOTE, "validated on the live page", result)

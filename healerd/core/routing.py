@@ -1,0 +1,157 @@
+"""The Doctor's routing and reporting, as plain functions.
+
+- `route`: which strategy an error class gets (classify, then route).
+- `relocation_candidates`: where a page that answers 404/410 may have moved on the
+  same site (sitemap.xml and links), never another domain.
+- `recovery_context` / `deferred_report`: what the next attempt is told about the
+  previous ones, and what a person is told when the attempts are exhausted.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from healerd.core import errors
+from healerd.core.blueprint import Blueprint
+
+SELECTORS = "selectors"
+RELOCATE = "relocate"
+DECLINE = "decline"
+
+_WHY_NOT: dict[str | None, str] = {
+    errors.NETWORK: "a network failure (DNS, connection refused) is not the parser's fault: no healing",
+    errors.BLOCKED: "the page is a bot challenge or login wall: healing selectors cannot help",
+    errors.TIMEOUT: "the site is slow: the schedule backs off instead of healing",
+    errors.RATE_LIMIT: "the site rate-limits us: the schedule backs off instead of healing",
+    errors.TOO_LARGE: "the page is too large to work on (over [fetch] max_bytes, max_items, max_elements or "
+                      "max_depth): raise the bound or point the source at a smaller page; healing cannot help",
+    errors.NOT_HTML: "the URL serves a binary file, not an HTML page: check the URL",
+}
+
+
+def route(error_type: str | None, status: int | None = None, permanent_redirect: str | None = None) -> tuple[str, str]:
+    """(strategy, why) for an error class."""
+    if error_type in errors.HEALABLE_BY_SELECTORS:
+        return SELECTORS, "the page structure changed: heal the selectors"
+    if error_type == errors.HTTP_ERROR:
+        if permanent_redirect or status in (301, 308, 404, 410):
+            return RELOCATE, "the page moved or is gone: look for it on the same site"
+        return DECLINE, f"HTTP {status or 'error'} is the server's problem, not the parser's: no healing"
+    return DECLINE, _WHY_NOT.get(error_type, f"{error_type} is not healed")
+
+
+def _tokens(path: str) -> set[str]:
+    return {t for t in re.split(r"[^a-z0-9]+", path.lower()) if t and not t.isdigit()}
+
+
+def relocation_candidates(old_url: str, sitemap_xml: str | None, pages: list[tuple[str, str]], limit: int = 15) -> list[str]:
+    """Same-host URLs that may be the moved page, best first.
+
+    `pages` are (url, html) pairs whose links are considered (the site's home page,
+    the last good page). Ranked by how many path words they share with the old URL.
+    """
+    parts = urlsplit(old_url)
+    host = parts.hostname
+    old_tokens = _tokens(parts.path)
+    found: dict[str, int] = {}
+
+    def consider(url: str) -> None:
+        url = url.split("#", 1)[0]
+        p = urlsplit(url)
+        if p.scheme not in ("http", "https") or p.hostname != host or url.rstrip("/") == old_url.rstrip("/"):
+            return
+        score = len(_tokens(p.path) & old_tokens)
+        found[url] = max(found.get(url, -1), score)
+
+    if sitemap_xml:
+        for loc in re.findall(r"<loc>\s*([^<\s]+)\s*</loc>", sitemap_xml, flags=re.I)[:5000]:
+            consider(htmllib.unescape(loc.strip()))  # XML escapes & as &amp;
+    for base, html in pages:
+        if not html:
+            continue
+        for a in LexborHTMLParser(html).css("a[href]")[:5000]:
+            href = (a.attributes.get("href") or "").strip()
+            if href and not href.startswith(("javascript:", "mailto:", "#")):
+                consider(urljoin(base, href))
+    ranked = sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+    return [u for u, _ in ranked[:limit]]
+
+
+def _as_list(data: Any) -> list[dict]:
+    if isinstance(data, dict):
+        return [data]
+    return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+
+def resembles_last_good(candidate: Any, last_good: Any) -> tuple[bool, str]:
+    """Does a relocation candidate's output look like the last good records? (ok, why not)
+
+    Without last good records there is nothing to compare with, so never. Otherwise the candidate
+    must yield records, every field the last good records filled must be filled with a value of the
+    same type, and the number of records must be within a factor of 4 of the last good count."""
+    good = _as_list(last_good)
+    got = _as_list(candidate)
+    if not good:
+        return False, "no last good records to compare with"
+    if not got:
+        return False, "it yields no records"
+    filled = {k: type(v) for r in good for k, v in r.items() if v not in (None, "")}
+    for key, kind in sorted(filled.items()):
+        values = [r.get(key) for r in got if r.get(key) not in (None, "")]
+        if not values:
+            return False, f"field {key} is empty there"
+        if not all(isinstance(v, kind) or (kind is float and isinstance(v, int)) for v in values):
+            return False, f"field {key} has another type there"
+    if isinstance(last_good, list) and not (len(good) / 4 <= len(got) <= len(good) * 4):
+        return False, f"{len(got)} records where the last good scrape had {len(good)}"
+    return True, ""
+
+
+def broken_selectors(blueprint: Blueprint, failed_fields: list[str]) -> list[str]:
+    out = []
+    for name in failed_fields:
+        f = blueprint.fields.get(name)
+        if f is not None and f.css:
+            out.append(f.css)
+    if not out and blueprint.items:
+        out.append(blueprint.items)
+    return sorted(set(out))
+
+
+def recovery_context(previous: list[dict]) -> dict:
+    """The recovery context: the earlier attempts of this episode and why they failed."""
+    failed = [p for p in previous if p.get("outcome") in ("rejected", "error", "staged")]
+    hint = ""
+    if failed:
+        lines = [f"- attempt at {p.get('at')}: {p.get('strategy')} -> {p.get('outcome')}: {p.get('reason')}"
+                 for p in failed[:5]]
+        hint = "Previous attempts failed; do not repeat them:\n" + "\n".join(lines)
+    return {"previous_attempts": failed[:10], "recovery_hint": hint}
+
+
+def deferred_report(*, name: str, error_type: str, last_error: str, attempts: list[dict], tried: list[str],
+                    missing_fields: list[str], staged_versions: list[int], external_configured: bool) -> dict:
+    """What a person needs when healing gave up: what was tried, the last error, the options left."""
+    options = []
+    if missing_fields:
+        options.append(f"the data for {', '.join(missing_fields)} seems gone from the page: update the blueprint "
+                       f"(make the field optional with required = false, or point it elsewhere) and re-add it")
+    for v in staged_versions:
+        options.append(f"review staged version {v}: `healerctl history {name}`, then `healerctl approve {name} {v}`")
+    if not external_configured:
+        options.append("configure an external healer ([healer] url or CODE_HEALER_URL) for changes the built-in "
+                       "healer cannot repair")
+    options.append(f"once the page or blueprint is fixed: `healerctl unquarantine {name}`")
+    return {
+        "source": name,
+        "error_type": error_type,
+        "last_error": last_error,
+        "attempts": attempts[:10],
+        "tried": tried[-10:],
+        "options": options,
+    }
