@@ -9,17 +9,17 @@ from __future__ import annotations
 import threading
 import time
 
+import apsw
 import pykka
 import pytest
+from test_ledger import Clock, add, bad, clock, config, conn, good, health, make_ledger  # noqa: F401 (fixtures)
 
-from healerd.actors.messages import ScrapeDone, WriteJob
+from healerd.actors.messages import ScrapeDone
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.store_writer import StoreWriter
 from healerd.store.db import connect, open_db, scalar
 from healerd.store.ledger import Ledger
 from healerd.waiters import Waiters
-
-from test_ledger import Clock, add, bad, config, good, health, make_ledger, conn, clock  # noqa: F401 (fixtures)
 
 
 def count_commits(c) -> list[int]:
@@ -58,7 +58,7 @@ def test_a_group_that_cannot_commit_keeps_nothing(conn, make_ledger):
     for name in ("a", "b"):
         add(led, name, good_past=False)   # counts start at zero: only this group's outcomes are counted
     conn.set_commit_hook(lambda: True)   # every commit turns into a rollback
-    with pytest.raises(Exception):
+    with pytest.raises(apsw.ConstraintError):
         led.record_scrapes([good(led, "a"), bad(led, "b")])
     conn.set_commit_hook(None)
     assert health(conn, "a")["success_count"] == 0 and health(conn, "b")["failure_count"] == 0

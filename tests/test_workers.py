@@ -9,11 +9,18 @@ import time
 
 import pytest
 
+from healerd.adapters.workers import (
+    SNAPSHOT_ZLIB_LEVEL,
+    PageJob,
+    WorkerError,
+    WorkerPool,
+    default_workers,
+    process_page,
+)
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
-from healerd.store import snapshots
 from healerd.core.validate import last_good_sample
-from healerd.adapters.workers import SNAPSHOT_ZLIB_LEVEL, PageJob, WorkerError, WorkerPool, default_workers, process_page
+from healerd.store import snapshots
 
 BP = from_dict({"url": "http://shop.example/list", "items": "li.p",
                 "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"},

@@ -18,8 +18,8 @@ from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.registry import ActorRegistry
 from healerd.adapters.fetch import FetchError
 from healerd.adapters.robots import RobotsPolicy
-from healerd.config import Config
 from healerd.adapters.workers import PageJob, WorkerError, WorkerPool, process_page
+from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.classify import not_html_reason

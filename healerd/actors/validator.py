@@ -20,9 +20,8 @@ from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
-
-from healerd.store.db import row
 from healerd.core.validate import last_good_sample, validate
+from healerd.store.db import row
 from healerd.store.ledger import ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
 
 log = logging.getLogger("healerd.validator")

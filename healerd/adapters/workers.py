@@ -213,6 +213,7 @@ class WorkerPool:
     def run(self, job: PageJob) -> PageResult:
         """The worker's answer to `job`; WorkerError when the worker died or overran the deadline."""
         w = self._take()
+        back: _Worker | None = w   # what goes back to the idle queue: this worker, its replacement, or none
         try:
             try:
                 w.jobs.send(job)
@@ -227,11 +228,11 @@ class WorkerPool:
                 w.proc.kill()
                 w.proc.wait(1.0)
                 reason = f"parsing this page took longer than {self.deadline:g}s: the worker was stopped"
-            w = self._replace(w)
-            raise WorkerError(reason + ("; a new worker was started" if w is not None else ""))
+            back = self._replace(w)
+            raise WorkerError(reason + ("; a new worker was started" if back is not None else ""))
         finally:
-            if w is not None:
-                self._idle.put(w)
+            if back is not None:
+                self._idle.put(back)
 
     def _take(self) -> _Worker:
         while True:
@@ -287,6 +288,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    from healerd.adapters.workers import main as _main   # the module's own name, so results unpickle in the daemon
+    from healerd.adapters.workers import main as _main  # the module's own name, so results unpickle in the daemon
 
     _main(sys.argv)
