@@ -220,6 +220,9 @@ class _WorkerHandle:
             try:
                 self.conn.send(request)
             except (OSError, ValueError):
+                # The worker is gone: say so now, so the next fetch starts a new one instead of
+                # waiting for the reader thread to notice the closed pipe.
+                self.dead = True
                 self.pending.pop(call_id, None)
                 call.reply = {"ok": False, "kind": "crash"}
                 call.done.set()
