@@ -65,3 +65,32 @@ def test_a_title_nearly_found_in_two_look_alike_boxes_with_different_values_is_r
                  '<div class="b"><h2 class="n">Claw Hammer Deluxe XS</h2></div><span class="cost">$14.99</span></div>')
     res = refused(blueprint(PRODUCT), PRODUCT_BEFORE, after)
     assert "title" in res.reason
+
+
+def test_two_fields_that_had_two_nodes_are_not_healed_onto_one():
+    # the breadcrumb repeating the title is gone: both old values are now found only in the title
+    fields = {"title": ("h1.product-title", "str"), "crumb": ("span.crumb", "str")}
+    before = page('<nav><span class="crumb">Garden Spade</span></nav>'
+                  '<div class="product"><h1 class="product-title">Garden Spade</h1><p>Steel</p></div>')
+    after = page('<div class="product"><h1 class="name">Garden Spade</h1><p>Steel</p></div>')
+    res = refused(blueprint(fields), before, after)
+    assert "crumb" in res.reason
+
+
+SIZE_BEFORE = ('<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1><span class="size">{v}</span>'
+               '<p class="sku">SKU TL-1001</p></div>')
+
+
+@pytest.mark.parametrize("value,ftype", [("$14.99", "float"), ("1499", "int"), ("X L", "str")],
+                         ids=["short-money", "short-number", "three-characters"])
+@pytest.mark.parametrize("moved_to", [
+    '<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1><p class="sku">SKU TL-1001</p></div>'
+    '<aside><ul><li>{v}</li></ul></aside>',
+    '<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1><p class="sku">SKU TL-1001</p>'
+    '<p class="cost">{v}</p></div>',
+], ids=["an-aside-list", "a-paragraph"])
+def test_a_short_value_found_only_in_a_half_alike_place_is_refused(value, ftype, moved_to):
+    # a short value occurs by chance: found once in a place only half like the old one, it is no evidence
+    bp = blueprint({"size": ("span.size", ftype)})
+    res = refused(bp, page(SIZE_BEFORE.format(v=value)), page(moved_to.format(v=value)))
+    assert "size" in res.reason
