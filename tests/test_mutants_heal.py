@@ -94,3 +94,31 @@ def test_a_short_value_found_only_in_a_half_alike_place_is_refused(value, ftype,
     bp = blueprint({"size": ("span.size", ftype)})
     res = refused(bp, page(SIZE_BEFORE.format(v=value)), page(moved_to.format(v=value)))
     assert "size" in res.reason
+
+
+def test_a_title_extended_two_ways_in_look_alike_headings_is_refused():
+    # "… XL" and "… XS" both contain the old title equally: which one is the product cannot be told
+    after = page('<div class="p"><h1 class="t1">Claw Hammer Deluxe XL</h1><h1 class="t2">Claw Hammer Deluxe XS</h1>'
+                 '<span class="cost">$14.99</span></div>')
+    res = refused(blueprint(PRODUCT), PRODUCT_BEFORE, after)
+    assert "title" in res.reason
+
+
+STOCK = {"title": ("h1.name", "str"), "stock": ("span.stock", "int")}
+STOCK_BEFORE = page('<div class="item"><h1 class="name">Garden Spade Pro</h1><span class="stock">7</span></div>')
+
+
+@pytest.mark.parametrize("elsewhere", ['<ul><li><a>7</a></li></ul>', '<nav><ul><li><a href="/p/7">7</a></li></ul></nav>'],
+                         ids=["a-list-link", "a-pager-link"])
+def test_a_short_stock_number_is_not_healed_onto_an_unrelated_link(elsewhere):
+    # the stock box is gone; a "7" in a link list after the item is chance, not the stock
+    after = page('<div class="item"><h1 class="name">Garden Spade Pro</h1><div class="avail">in stock</div></div>' + elsewhere)
+    res = refused(blueprint(STOCK), STOCK_BEFORE, after)
+    assert "stock" in res.reason
+
+
+@pytest.mark.parametrize("old_records", [{"title": "Garden Spade Pro", "stock": 7}, {}, {"title": None, "stock": None}],
+                         ids=["records-the-pages-do-not-hold", "no-records", "records-without-values"])
+def test_empty_pages_are_never_healed(old_records):
+    res = heal(blueprint(STOCK), "", old_records, "")
+    assert res.ok is False and res.blueprint is None, res.reason
