@@ -183,6 +183,15 @@ MUTANTS = [
     Mutant("heal-refusal", HL, "    if abs(like_a - like_b) >= CONTEXT_MARGIN:", "    if abs(like_a - like_b) >= 0:",
            "listing: a copied block chosen on any difference in surroundings"),
     Mutant("heal-refusal", H, "        if torn:\n", "        if False:\n", "a selector now torn between copies taken as unchanged"),
+    Mutant("heal-refusal", HS, "vouched = best.label_match and (not weak or fp.label_kind in STRONG_LABEL_KINDS)",
+           "vouched = best.label_match", "a loose label vouches for a short value"),
+    Mutant("heal-refusal", HS, "            if not twin and (runner is None", "            if (runner is None",
+           "near look-alikes ('... XL' / '... XS') told apart by a loose label"),
+    Mutant("heal-refusal", HS, 'and any(after.tags[m] == "a" for m in after.chain_members(best.node))):',
+           'and False):', "record: a short value placed on a link's text"),
+    Mutant("heal-refusal", H, "    if not _holds_values(old_records, blueprint):", "    if False:",
+           "records without values healed"),
+    Mutant("heal-refusal", HS, "        if lost:\n", "        if False:\n", "no change claimed where the old selectors find nothing"),
 ]
 
 

@@ -122,3 +122,10 @@ def test_a_short_stock_number_is_not_healed_onto_an_unrelated_link(elsewhere):
 def test_empty_pages_are_never_healed(old_records):
     res = heal(blueprint(STOCK), "", old_records, "")
     assert res.ok is False and res.blueprint is None, res.reason
+
+
+def test_a_short_number_is_not_vouched_for_by_the_text_before_it():
+    # the text before the old stock (the title) is also before a "7" in a list: a loose label, no evidence
+    after = page('<div class="item"><h1 class="name">Garden Spade Pro</h1></div><ul><li>7</li></ul>')
+    res = refused(blueprint({"stock": ("span.stock", "int")}), STOCK_BEFORE, after)
+    assert "stock" in res.reason
