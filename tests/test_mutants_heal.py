@@ -129,3 +129,15 @@ def test_a_short_number_is_not_vouched_for_by_the_text_before_it():
     after = page('<div class="item"><h1 class="name">Garden Spade Pro</h1></div><ul><li>7</li></ul>')
     res = refused(blueprint({"stock": ("span.stock", "int")}), STOCK_BEFORE, after)
     assert "stock" in res.reason
+
+
+def test_a_listing_whose_records_now_sit_in_two_alike_lists_is_refused():
+    # every value changed and the rows lost their class: two tables of rows carry values of the old
+    # kinds equally well, so which one holds the records cannot be told
+    def rows(first: int, cls: str) -> str:
+        return "".join(f'<tr class="{cls}"><td class="name">P{i + first}</td><td class="score">{i * 7 + 40}</td></tr>'
+                       for i in range(1, 6))
+    after = page(f'<table class="x"><tbody class="a">{rows(20, "row")}</tbody></table>'
+                 f'<div><table class="y"><tbody class="b">{rows(30, "line")}</tbody></table></div>')
+    res = refused(blueprint(LISTING, items="tr.player"), LISTING_BEFORE, after)
+    assert "items" in res.reason
