@@ -8,8 +8,10 @@ the source tree (healerd/, tests/, bench/, schema.sql) to a temporary directory 
 to the copy only (the working tree is never touched), runs the tests that cover the module on
 the copy (`pytest -x`, the copy first on PYTHONPATH, with a timeout), and restores the file in
 the copy. A mutant is *killed* when the tests fail (or time out), *survived* when they pass,
-and *not applicable* when its text is no longer in the source (the code changed: update the
-list). A baseline run without any mutant must pass first.
+and *not applicable* (n/a) when its text is no longer in the source exactly once, or *invalid* when
+the mutated file no longer compiles: either means the list is stale (the code changed: update it),
+and the bench then exits 3 so a stale list cannot hide. A baseline run without any mutant must
+pass first. Exit status: 0 goal met, 1 goal missed, 2 baseline failed, 3 stale mutants.
 
 Prints one line per mutant, then killed/total per module and overall. The goal is >= 85 %
 killed per module; a survivor names a behaviour no test pins down. Slow (a few minutes): it is
@@ -45,12 +47,14 @@ TESTS = {
     "extract": ["tests/test_extract_contract.py", "tests/test_validate.py", "tests/test_core_edges.py"],
     "lifecycle": ["tests/test_lifecycle.py", "tests/test_ledger.py"],
     "sanitize": ["tests/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_sanitize*.py")),
-    "budget": ["tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
+    "budget": ["tests/test_breakers.py", "tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
     "heal-refusal": ["tests/test_builtin_healer.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
 }
 
-V, E, L, S, B, H = ("healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py",
-                    "healerd/store/ledger.py", "healerd/core/heal/builtin.py")
+V, E, L, S = "healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py"
+B, LG = "healerd/core/breakers.py", "healerd/store/ledger.py"
+H, HE, HS, HL = ("healerd/core/heal/builtin.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
+                 "healerd/core/heal/listing.py")
 F = "healerd/store/fixes.py"
 
 MUTANTS = [
@@ -104,8 +108,6 @@ MUTANTS = [
            "audit row records from/to swapped"),
     # -- sanitize: secrets masked ------------------------------------------------------------------------
     Mutant("sanitize", S, "MIN_LITERAL = ", "MIN_LITERAL = 1 + ", "a source's literal secrets one character longer before masked"),
-    Mutant("sanitize", S, "return sorted(x for x in found if len(x) >= 4)", "return sorted(x for x in found if len(x) >= 8)",
-           "source secrets under 8 characters ignored"),
     Mutant("sanitize", S, r'_Rule("bearer_token", r"(\b(?:bearer|basic)\s+)([A-Za-z0-9._~+/-]{8,}=*)"',
            r'_Rule("bearer_token", r"(\b(?:bearer|basic)\s+)([A-Za-z0-9._~+/-]{24,}=*)"', "bearer tokens under 24 characters kept"),
     Mutant("sanitize", S, "    return h >= 4.0 and switches", "    return h >= 4.5 and switches", "key entropy floor raised"),
@@ -119,43 +121,88 @@ MUTANTS = [
     Mutant("sanitize", S, "        if len(s) < MIN_LITERAL or s == MASK:\n            continue\n        out.add(s)",
            "        if len(s) < MIN_LITERAL or s == MASK:\n            continue\n        out.add(s.lower())",
            "literal secrets matched lower-cased only"),
-    # -- the attempt budget (ledger) -----------------------------------------------------------------------
-    Mutant("budget", B, "                if used >= budget and state == DEGRADED:", "                if used > budget and state == DEGRADED:",
-           "budget: >= -> >"),
-    Mutant("budget", B, '                budget = 1 if h["retry_only"] else', '                budget = 2 if h["retry_only"] else',
-           "after a quarantine, two retries instead of one"),
-    Mutant("budget", F, 'COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")', 'COUNTED_OUTCOMES = ("promoted", "rejected", "staged")',
-           "errors spend no attempt"),
-    Mutant("budget", F, 'COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")',
-           'COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged", "declined")', "declined attempts spend budget"),
+    # -- the breakers (pure rules) and what the ledger still decides -------------------------------------
+    Mutant("budget", B, "    return 1 if retry_only else max(0, int(max_fix_attempts))",
+           "    return 2 if retry_only else max(0, int(max_fix_attempts))", "after a quarantine, two retries instead of one"),
+    Mutant("budget", B, "    return failed_in_window >= budget", "    return failed_in_window > budget", "budget: >= -> >"),
+    Mutant("budget", B, 'FAILED_OUTCOMES = ("rejected", "error")', 'FAILED_OUTCOMES = ("rejected",)', "errors spend no attempt"),
+    Mutant("budget", B, 'FAILED_OUTCOMES = ("rejected", "error")', 'FAILED_OUTCOMES = ("rejected", "error", "promoted")',
+           "promotions spend budget"),
+    Mutant("budget", B, 'outcome in FAILED_OUTCOMES and state == "DEGRADED" and budget_spent',
+           'outcome in FAILED_OUTCOMES and budget_spent', "any state is quarantined when the budget is spent"),
+    Mutant("budget", B, "    return success_count is not None and success_count > 0", "    return True",
+           "a source that never passed is healed"),
+    Mutant("budget", B, "if fp == fingerprint and host}", "if host}", "systemic: other fingerprints count"),
+    Mutant("budget", B, "    return hosts if threshold > 0 and len(hosts) >= threshold else None",
+           "    return hosts if threshold > 0 and len(hosts) > threshold else None", "systemic halt one host late"),
+    Mutant("budget", B, "    return hosts if threshold > 0 and len(hosts) >= threshold else None",
+           "    return hosts if len(hosts) >= threshold else None", "threshold 0 halts everything"),
+    Mutant("budget", B, "{'s' if failed != 1 else ''}", "{'s' if failed > 1 else ''}", "'0 fix attempt failed'"),
     Mutant("budget", F, "        since = max(since, after)", "        since = min(since, after)", "an unquarantine does not reset the window"),
     Mutant("budget", F, "    since = now - window_s\n", "    since = now - 2 * window_s\n", "the attempt window twice as long"),
-    Mutant("budget", B, "attempts_since = ?, retry_only = 1 ", "attempts_since = attempts_since + 0 * ?, retry_only = 1 ",
+    Mutant("budget", LG, "attempts_since = ?, retry_only = 1 ", "attempts_since = attempts_since + 0 * ?, retry_only = 1 ",
            "an expired quarantine keeps the spent budget"),
-    Mutant("budget", B, "quarantine_until IS NOT NULL AND quarantine_until <= ?", "quarantine_until IS NOT NULL AND quarantine_until <= ? - 3600",
+    Mutant("budget", LG, "quarantine_until IS NOT NULL AND quarantine_until <= ?", "quarantine_until IS NOT NULL AND quarantine_until <= ? - 3600",
            "quarantines expire an hour late"),
-    Mutant("budget", B, "                    until = now + self.config.doctor.quarantine_for",
-           "                    until = now + 2 * self.config.doctor.quarantine_for", "quarantine twice as long"),
+    Mutant("budget", LG, "                until = now + self.config.doctor.quarantine_for",
+           "                until = now + 2 * self.config.doctor.quarantine_for", "quarantine twice as long"),
     # -- the built-in healer's refusal rules -----------------------------------------------------------
-    Mutant("heal-refusal", H, "        if runner is not None and best.score - runner.score < MARGIN:", "        if False:",
+    Mutant("heal-refusal", HS, "        if runner is not None and best.score - runner.score < MARGIN:", "        if False:",
            "ambiguous exact value: refusal disabled"),
-    Mutant("heal-refusal", H, "            if runner is None or best.score - runner.score >= MARGIN:", "            if True:",
+    Mutant("heal-refusal", HS, "            if not twin and (runner is None or best.score - runner.score >= MARGIN):", "            if not twin:",
            "ambiguous near value: refusal disabled"),
-    Mutant("heal-refusal", H, "        if likely and (runner is None or best.score - runner.score >= MARGIN):", "        if likely:",
+    Mutant("heal-refusal", HS, "        if likely and (runner is None or best.score - runner.score >= MARGIN):", "        if likely:",
            "ambiguous label match: refusal disabled"),
-    Mutant("heal-refusal", H, 'gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]',
+    Mutant("heal-refusal", HS, 'gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]',
            'gone = [n for n, (st, _, _) in decisions.items() if st in ("gone",)]', "single record: ambiguity not refused"),
-    Mutant("heal-refusal", H, "        if best.sim < floor and not best.label_match:", "        if False:",
+    Mutant("heal-refusal", HS, "        if best.sim < floor and not vouched:", "        if False:",
            "exact value accepted below the structural floor"),
-    Mutant("heal-refusal", H, "MARGIN = 0.12 ", "MARGIN = 0.01 ", "margin over the runner-up 0.12 -> 0.01"),
-    Mutant("heal-refusal", H, "        if check.get(name) != after.value(cand.node, bp.fields[name].attr):", "        if False:",
+    Mutant("heal-refusal", HS, "        if check.get(name) != after.value(cand.node, bp.fields[name].attr):", "        if False:",
            "single record: verification skipped"),
-    Mutant("heal-refusal", H, "    return [bool(v) and len(v) >= 2 and counts[v] == 1 for v in vals]",
+    Mutant("heal-refusal", HS, "        if twin <= c.sim + TWIN_MARGIN:", "        if True:",
+           "look-alikes of the last good page's distractors kept"),
+    Mutant("heal-refusal", HS, "            if na is None or na != nb:\n                continue", "            if True:\n                continue",
+           "single record: two fields may take one node"),
+    Mutant("heal-refusal", HS, "        if not value:\n            why = f\"optional field not found", "        if True:\n            why = f\"optional field not found",
+           "an optional field keeps an old selector that now finds other data"),
+    Mutant("heal-refusal", HS, "        if not exact or exact[0].sim < in_place - IN_PLACE_MARGIN:", "        if True:",
+           "changed-in-place vs moved: doubt not refused"),
+    Mutant("heal-refusal", HE, "MARGIN = 0.12 ", "MARGIN = 0.01 ", "margin over the runner-up 0.12 -> 0.01"),
+    Mutant("heal-refusal", HE, "    return len(value) < 4 or", "    return len(value) < 1 or", "short values are not weak evidence"),
+    Mutant("heal-refusal", HE, 'or (shape in ("number", "money") and len(value) < 8)', "or False",
+           "short numbers are not weak evidence"),
+    Mutant("heal-refusal", HL, "    return [bool(v) and len(v) >= 2 and counts[v] == 1 for v in vals]",
            "    return [bool(v) for v in vals]", "listing: repeated values count as distinctive"),
-    Mutant("heal-refusal", H, "            if same * 2 < max(1, len(sample)):", "            if False:",
+    Mutant("heal-refusal", HL, "            if same * 2 < max(1, len(sample)):", "            if False:",
            "listing: colliding fields not refused"),
-    Mutant("heal-refusal", H, "    return len(value) < 4 or", "    return len(value) < 1 or", "short values are not weak evidence"),
+    Mutant("heal-refusal", HL, "    if runner is not None and best.score - runner.score < MARGIN:\n        return \"ambiguous\"",
+           "    if False:\n        return \"ambiguous\"", "listing: two selectors within the margin not refused"),
+    Mutant("heal-refusal", HL, "        if not nested and best_score - score < MARGIN:", "        if False:",
+           "listing: two lists within the margin not refused"),
+    Mutant("heal-refusal", HL, "    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):", "    if False:",
+           "listing: short values in unlike places accepted"),
+    Mutant("heal-refusal", HL, "    if abs(like_a - like_b) >= CONTEXT_MARGIN:", "    if abs(like_a - like_b) >= 0:",
+           "listing: a copied block chosen on any difference in surroundings"),
+    Mutant("heal-refusal", H, "        if torn:\n", "        if False:\n", "a selector now torn between copies taken as unchanged"),
+    Mutant("heal-refusal", HS, "vouched = best.label_match and (not weak or fp.label_kind in STRONG_LABEL_KINDS)",
+           "vouched = best.label_match", "a loose label vouches for a short value"),
+    Mutant("heal-refusal", HS, "            if not twin and (runner is None", "            if (runner is None",
+           "near look-alikes ('... XL' / '... XS') told apart by a loose label"),
+    Mutant("heal-refusal", HS, 'and any(after.tags[m] == "a" for m in after.chain_members(best.node))):',
+           'and False):', "record: a short value placed on a link's text"),
+    Mutant("heal-refusal", H, "    if not _holds_values(old_records, blueprint):", "    if False:",
+           "records without values healed"),
+    Mutant("heal-refusal", HS, "        if lost:\n", "        if False:\n", "no change claimed where the old selectors find nothing"),
 ]
+
+
+def _compiles(text: str, path: str) -> bool:
+    """A mutant must stay valid Python: one that breaks the syntax is 'killed' by any test and proves nothing."""
+    try:
+        compile(text, path, "exec")
+    except SyntaxError:
+        return False
+    return True
 
 
 def copy_tree(dest: Path) -> None:
@@ -205,13 +252,16 @@ def main(argv: list[str] | None = None) -> int:
             if status != "passed":
                 print("the tests fail without any mutant: fix them first")
                 return 2
-        tally: dict[str, dict[str, int]] = {mod: {"killed": 0, "survived": 0, "n/a": 0} for mod in modules}
-        survivors = []
+        tally: dict[str, dict[str, int]] = {mod: {"killed": 0, "survived": 0, "n/a": 0, "invalid": 0}
+                                            for mod in modules}
+        survivors, stale = [], []
         for i, m in enumerate(chosen, 1):
             target = copy / m.path
             original = target.read_text(encoding="utf-8")
             if original.count(m.old) != 1:
                 verdict, secs = "n/a", 0.0
+            elif not _compiles(original.replace(m.old, m.new), m.path):
+                verdict, secs = "invalid", 0.0
             else:
                 target.write_text(original.replace(m.old, m.new), encoding="utf-8")
                 try:
@@ -224,9 +274,11 @@ def main(argv: list[str] | None = None) -> int:
             tally[m.module][verdict] += 1
             if verdict == "survived":
                 survivors.append(m)
+            elif verdict in ("n/a", "invalid"):
+                stale.append((verdict, m))
             print(f"[{i:>2}/{len(chosen)}] {m.module:<13} {verdict:<9} {secs:5.1f}s  {m.what}", flush=True)
 
-    print(f"\n{'module':<13} {'killed':>6} / {'total':<5} {'rate':>6}   n/a")
+    print(f"\n{'module':<13} {'killed':>6} / {'total':<5} {'rate':>6}   n/a+invalid")
     all_k = all_t = 0
     short = []
     for mod in modules:
@@ -236,12 +288,18 @@ def main(argv: list[str] | None = None) -> int:
         rate = t["killed"] / total if total else 0.0
         if rate < 0.85:
             short.append(mod)
-        print(f"{mod:<13} {t['killed']:>6} / {total:<5} {rate:>6.0%}   {t['n/a']}")
+        print(f"{mod:<13} {t['killed']:>6} / {total:<5} {rate:>6.0%}   {t['n/a'] + t['invalid']}")
     print(f"{'all':<13} {all_k:>6} / {all_t:<5} {all_k / max(all_t, 1):>6.0%}")
     for m in survivors:
         print(f"survived: {m.module}: {m.what} ({m.path})")
+    for verdict, m in stale:
+        why = "its text is not in the file exactly once" if verdict == "n/a" else "the mutated file does not compile"
+        print(f"STALE MUTANT ({verdict}): {m.module}: {m.what} ({m.path}): {why}: update the list")
     print(f"goal >= 85 % killed per module: {'met' if not short else 'MISSED for ' + ', '.join(short)}")
-    return 0
+    if stale:
+        print(f"the mutant list is stale: {len(stale)} mutant(s) do not apply to today's code")
+        return 3
+    return 1 if short else 0
 
 
 if __name__ == "__main__":

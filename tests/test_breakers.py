@@ -74,6 +74,7 @@ def test_systemic_ignores_other_fingerprints_missing_hosts_and_no_fingerprint():
 def test_the_quarantine_words_are_one_phrase():
     assert breakers.spent_phrase(3, "24h") == "3 fix attempts failed in 24h"
     assert breakers.spent_phrase(1, "1h") == "1 fix attempt failed in 1h"
+    assert breakers.spent_phrase(0, "1h") == "0 fix attempts failed in 1h"
 
 
 def test_a_relocation_candidate_must_yield_records_like_the_last_good_ones():

@@ -65,3 +65,79 @@ def test_a_title_nearly_found_in_two_look_alike_boxes_with_different_values_is_r
                  '<div class="b"><h2 class="n">Claw Hammer Deluxe XS</h2></div><span class="cost">$14.99</span></div>')
     res = refused(blueprint(PRODUCT), PRODUCT_BEFORE, after)
     assert "title" in res.reason
+
+
+def test_two_fields_that_had_two_nodes_are_not_healed_onto_one():
+    # the breadcrumb repeating the title is gone: both old values are now found only in the title
+    fields = {"title": ("h1.product-title", "str"), "crumb": ("span.crumb", "str")}
+    before = page('<nav><span class="crumb">Garden Spade</span></nav>'
+                  '<div class="product"><h1 class="product-title">Garden Spade</h1><p>Steel</p></div>')
+    after = page('<div class="product"><h1 class="name">Garden Spade</h1><p>Steel</p></div>')
+    res = refused(blueprint(fields), before, after)
+    assert "crumb" in res.reason
+
+
+SIZE_BEFORE = ('<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1><span class="size">{v}</span>'
+               '<p class="sku">SKU TL-1001</p></div>')
+
+
+@pytest.mark.parametrize("value,ftype", [("$14.99", "float"), ("1499", "int"), ("X L", "str")],
+                         ids=["short-money", "short-number", "three-characters"])
+@pytest.mark.parametrize("moved_to", [
+    '<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1><p class="sku">SKU TL-1001</p></div>'
+    '<aside><ul><li>{v}</li></ul></aside>',
+    '<div class="product"><h1 class="product-title">Claw Hammer Deluxe</h1><p class="sku">SKU TL-1001</p>'
+    '<p class="cost">{v}</p></div>',
+], ids=["an-aside-list", "a-paragraph"])
+def test_a_short_value_found_only_in_a_half_alike_place_is_refused(value, ftype, moved_to):
+    # a short value occurs by chance: found once in a place only half like the old one, it is no evidence
+    bp = blueprint({"size": ("span.size", ftype)})
+    res = refused(bp, page(SIZE_BEFORE.format(v=value)), page(moved_to.format(v=value)))
+    assert "size" in res.reason
+
+
+def test_a_title_extended_two_ways_in_look_alike_headings_is_refused():
+    # "… XL" and "… XS" both contain the old title equally: which one is the product cannot be told
+    after = page('<div class="p"><h1 class="t1">Claw Hammer Deluxe XL</h1><h1 class="t2">Claw Hammer Deluxe XS</h1>'
+                 '<span class="cost">$14.99</span></div>')
+    res = refused(blueprint(PRODUCT), PRODUCT_BEFORE, after)
+    assert "title" in res.reason
+
+
+STOCK = {"title": ("h1.name", "str"), "stock": ("span.stock", "int")}
+STOCK_BEFORE = page('<div class="item"><h1 class="name">Garden Spade Pro</h1><span class="stock">7</span></div>')
+
+
+@pytest.mark.parametrize("elsewhere", ['<ul><li><a>7</a></li></ul>', '<nav><ul><li><a href="/p/7">7</a></li></ul></nav>'],
+                         ids=["a-list-link", "a-pager-link"])
+def test_a_short_stock_number_is_not_healed_onto_an_unrelated_link(elsewhere):
+    # the stock box is gone; a "7" in a link list after the item is chance, not the stock
+    after = page('<div class="item"><h1 class="name">Garden Spade Pro</h1><div class="avail">in stock</div></div>' + elsewhere)
+    res = refused(blueprint(STOCK), STOCK_BEFORE, after)
+    assert "stock" in res.reason
+
+
+@pytest.mark.parametrize("old_records", [{"title": "Garden Spade Pro", "stock": 7}, {}, {"title": None, "stock": None}],
+                         ids=["records-the-pages-do-not-hold", "no-records", "records-without-values"])
+def test_empty_pages_are_never_healed(old_records):
+    res = heal(blueprint(STOCK), "", old_records, "")
+    assert res.ok is False and res.blueprint is None, res.reason
+
+
+def test_a_short_number_is_not_vouched_for_by_the_text_before_it():
+    # the text before the old stock (the title) is also before a "7" in a list: a loose label, no evidence
+    after = page('<div class="item"><h1 class="name">Garden Spade Pro</h1></div><ul><li>7</li></ul>')
+    res = refused(blueprint({"stock": ("span.stock", "int")}), STOCK_BEFORE, after)
+    assert "stock" in res.reason
+
+
+def test_a_listing_whose_records_now_sit_in_two_alike_lists_is_refused():
+    # every value changed and the rows lost their class: two tables of rows carry values of the old
+    # kinds equally well, so which one holds the records cannot be told
+    def rows(first: int, cls: str) -> str:
+        return "".join(f'<tr class="{cls}"><td class="name">P{i + first}</td><td class="score">{i * 7 + 40}</td></tr>'
+                       for i in range(1, 6))
+    after = page(f'<table class="x"><tbody class="a">{rows(20, "row")}</tbody></table>'
+                 f'<div><table class="y"><tbody class="b">{rows(30, "line")}</tbody></table></div>')
+    res = refused(blueprint(LISTING, items="tr.player"), LISTING_BEFORE, after)
+    assert "items" in res.reason

@@ -30,3 +30,10 @@ def test_every_github_token_prefix_is_masked(prefix):
     token = prefix + "a1B2" * 9
     out = mask_text(f"clone with {token} please")
     assert token not in out and prefix + "***" in out
+
+
+def test_a_four_character_source_secret_is_kept_and_masked_but_a_three_character_one_is_not():
+    # four characters is the documented floor: at it a secret is masked, one below it is left alone
+    assert "k7Q2" in source_secrets({"X-Api-Key": "k7Q2"}, None)
+    assert mask_text("the request sent k7Q2 and failed", ["k7Q2"]) == "the request sent *** and failed"
+    assert "k7Q" not in source_secrets({"X-Api-Key": "k7Q"}, None)

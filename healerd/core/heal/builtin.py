@@ -39,6 +39,8 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
     old = extract(before.tree, blueprint)
     if not _records_match_shape(old_records, blueprint):
         return HealResult(False, None, "old records do not have the blueprint's shape", {})
+    if not _holds_values(old_records, blueprint):
+        return HealResult(False, None, "cannot heal: the last good records hold no value to find again", {})
     now = extract(after.tree, blueprint)
     if _consistent(now.data, old_records, blueprint):
         torn = None if blueprint.items else _newly_torn(blueprint, before, after)
@@ -72,6 +74,12 @@ def _records_match_shape(records: Any, bp: Blueprint) -> bool:
     if bp.items:
         return isinstance(records, list) and all(isinstance(r, dict) for r in records)
     return isinstance(records, dict)
+
+
+def _holds_values(records: Any, bp: Blueprint) -> bool:
+    """At least one field value in the old records: without one there is nothing to heal towards."""
+    rows = records if bp.items else [records]
+    return any(r.get(name) is not None for r in rows for name in bp.fields)
 
 
 def _same_value(a: Any, b: Any, ftype: str) -> bool:

@@ -147,6 +147,17 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         changed[name] = css
         details[name]["selector"] = css
     if not changed:
+        # "still find their fields" must be true: a field the old records had a value for finds none
+        # on the current page (an empty page, a last good page that no longer matches its records)
+        now = extract(after.tree, bp).raw
+        lost = [n for n, spec in bp.fields.items()
+                if spec.required and old_records.get(n) is not None and now.get(n) is None]
+        if lost:
+            for n in lost:
+                why = "the old selector finds nothing and the old value was not found elsewhere"
+                decisions[n] = ("gone", None, why)
+                details[n] = {**details.get(n, {}), "status": "gone", "why": why}
+            return _refusal(lost, decisions, details)
         return HealResult(True, bp, "the old selectors still find their fields", {}, unchanged=True,
                           confidence=0.8, details=details)
     new_bp = bp.with_fields(new_fields)
@@ -233,8 +244,11 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
                                    f"(moved?), alike {in_place:.2f} vs {exact[0].sim:.2f}"), exact[0]
     if exact:
         best, runner = exact[0], (exact[1] if len(exact) > 1 else None)
-        floor = MIN_SIM_WEAK if (weak and not best.label_match) else MIN_SIM_EXACT
-        if best.sim < floor and not best.label_match:
+        # a short value with a loose label (the text before it, often another field's value) found in
+        # an unlike place (a "7" in a pager link) is chance: only a real label (column, <label>, <dt>) vouches
+        vouched = best.label_match and (not weak or fp.label_kind in STRONG_LABEL_KINDS)
+        floor = MIN_SIM_WEAK if (weak and not vouched) else MIN_SIM_EXACT
+        if best.sim < floor and not vouched:
             # a distinctive value found once on the page, where the last good page had it only at the
             # field's own node: the field moved (an author now in a footer link), at a low confidence
             if (runner is None and not weak and _telling(old_value) and best.sim >= MIN_SIM_UNIQUE
@@ -250,7 +264,12 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
         best, runner = near[0], (near[1] if len(near) > 1 else None)
         # a long text merely containing the old value (a breadcrumb holding the old name) needs its label
         if best.label_match or (best.sim >= MIN_SIM_NEAR and best.closeness >= MIN_NEAR_CLOSENESS):
-            if runner is None or best.score - runner.score >= MARGIN:
+            # two nodes of one kind both extend the old value as much ("... XL" and "... XS"): look-alikes
+            # that only a real label can tell apart
+            twin = (runner is not None and runner.closeness >= best.closeness
+                    and after.tags[runner.node] == after.tags[best.node]
+                    and not (best.label_match and fp.label_kind in STRONG_LABEL_KINDS))
+            if not twin and (runner is None or best.score - runner.score >= MARGIN):
                 return "healed", best, f"old value found nearly (closeness {best.closeness:.2f})", runner
             return "ambiguous", None, "several places nearly carry the old value", runner
     labelled = _label_candidates(fp, spec.attr, after)
@@ -417,6 +436,9 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         runner_d = ranked[1][0] if len(ranked) > 1 else None
         if best.sim < MIN_SIM_EXACT and not best.label_match:
             continue
+        if (is_weak(value) and best.sim < MIN_SIM_WEAK and fps[name].tag != "a"
+                and any(after.tags[m] == "a" for m in after.chain_members(best.node))):
+            continue   # a short value now only a link's text (a pager's "7", a menu) where it was no link: chance
         if (best_d > (RECORD_MAX_DISTANCE if runner_d is not None else RECORD_MAX_DISTANCE_SOLE)
                 or (runner_d is not None and runner_d - best_d < RECORD_MARGIN)):
             if status == "ambiguous" and runner_d is not None:
