@@ -19,7 +19,7 @@ import click
 from healerd import __version__
 from healerd.control.client import DaemonUnreachable, call, client_socket_path
 from healerd.control.protocol import ControlError
-from healerd.core.blueprint import BlueprintError, load_file
+from healerd.core.blueprint import Blueprint, BlueprintError, load_file
 from healerd.core.sanitize import mask_url
 from healerd.core.timeutil import ago, parse_iso
 
@@ -266,13 +266,7 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
     The blueprint is checked here first (selectors, types, url); a problem is reported
     naming the key and nothing is sent. The url may come from the file or from --url.
     """
-    try:
-        bp = load_file(blueprint_file, url=url, require_url=True)
-    except BlueprintError as exc:
-        raise CtlError(f"invalid blueprint {blueprint_file}: {exc}") from None
-    args: dict[str, Any] = {"name": name, "blueprint": bp.to_dict()}
-    if url:
-        args["url"] = url
+    bp, args = _blueprint_request(name, blueprint_file, url, require_url=True)
     r = _call(ctx, socket_path, "add", args)
     if as_json:
         _print_json(r)
@@ -280,6 +274,20 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
     next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
     click.echo(f"added {r.get('name', name)}: {r.get('url') or mask_url(bp.url)}, every {_duration(bp.every)}, "
                f"state {_state(r.get('state'))}{next_run}")
+
+
+def _blueprint_request(name: str, blueprint_file: str, url: str | None, *,
+                       require_url: bool) -> tuple[Blueprint, dict[str, Any]]:
+    """The blueprint file checked here (a problem names the key and nothing is sent), and the
+    request arguments that carry it: what `add` and `update` send."""
+    try:
+        bp = load_file(blueprint_file, url=url, require_url=require_url)
+    except BlueprintError as exc:
+        raise CtlError(f"invalid blueprint {blueprint_file}: {exc}") from None
+    args: dict[str, Any] = {"name": name, "blueprint": bp.to_dict()}
+    if url:
+        args["url"] = url
+    return bp, args
 
 
 def _scrape_line(r: dict, name: str) -> tuple[str, bool]:
@@ -315,13 +323,7 @@ def update(ctx, name, blueprint_file, url, as_json, socket_path):
     back to DEGRADED); the source is scraped once and the outcome printed. Exits 1 when
     that scrape fails. A source from the sources directory is changed by editing its file.
     """
-    try:
-        bp = load_file(blueprint_file, url=url, require_url=False)
-    except BlueprintError as exc:
-        raise CtlError(f"invalid blueprint {blueprint_file}: {exc}") from None
-    args: dict[str, Any] = {"name": name, "blueprint": bp.to_dict()}
-    if url:
-        args["url"] = url
+    _, args = _blueprint_request(name, blueprint_file, url, require_url=False)
     r = _call(ctx, socket_path, "update", args, timeout=RUN_TIMEOUT)
     scrape = r.get("scrape") or {}
     if as_json:
