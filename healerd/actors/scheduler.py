@@ -83,10 +83,12 @@ def select_due(conn: apsw.Connection, now: float, skip_hosts, skip_names, limit:
     return rows(conn, DUE_SQL, (now, json.dumps(sorted(skip_hosts)), json.dumps(sorted(skip_names)), limit))
 
 
-def hosts_not_ready(in_flight: dict[str, int], next_allowed: dict[str, float], per_host: int,
-                    now: float) -> set[str]:
-    """Hosts that cannot take one more request now: at their concurrency limit or in their delay."""
-    return {h for h, n in in_flight.items() if n >= per_host} | {h for h, t in next_allowed.items() if t > now}
+def hosts_in_delay(next_allowed: dict[str, float], now: float) -> set[str]:
+    """Hosts still in their politeness delay: none of their rows is worth fetching before the next
+    Tick. A host at its concurrency limit is not one of them: a slot frees the moment one of its
+    scrapes is committed, and its rows must be in `ready` then (skipping them until the next Tick
+    left a busy host's scrapers idle for up to a tick each time a Tick found it full)."""
+    return {h for h, t in next_allowed.items() if t > now}
 
 
 def uses_browser(blueprint_json: str) -> bool:
@@ -191,8 +193,7 @@ class Scheduler(ServiceActor):
             self.registry.write_later(Ledger.expire_quarantines)
         self._expire_stale(now)
         self.next_allowed = {h: t for h, t in self.next_allowed.items() if t > now}
-        busy = hosts_not_ready(self.in_flight, self.next_allowed, self.config.fetch.per_host_concurrency, now)
-        self.ready = select_due(self.conn, now, busy, self.running,
+        self.ready = select_due(self.conn, now, hosts_in_delay(self.next_allowed, now), self.running,
                                 len(self.registry.scrapers()) * READY_ROWS_PER_SCRAPER)
         self._dispatch_ready(now)
         self._feed_doctor()
@@ -257,7 +258,11 @@ class Scheduler(ServiceActor):
             crawl = self.robots.cached_crawl_delay(r["url"], self.config.fetch.user_agent)
             if crawl:
                 delay = max(delay, crawl)
-        self.next_allowed[host] = now + delay
+        if delay > 0:
+            # No entry without a delay: a Tick stamped before this dispatch and handled after it
+            # would find the host "in its delay" (now + 0 > the Tick's now) and fetch none of its
+            # rows, leaving the scrapers idle for a whole tick.
+            self.next_allowed[host] = now + delay
         try:
             scrapers[idx].tell(job)
         except pykka.ActorDeadError:   # being replaced: a due source is found again by the next Tick
