@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import zlib
 
 import apsw
 
+from healerd.core.pagecodec import compress_bytes, decompress_page
 from healerd.store.db import row, scalar
-from healerd.store.snapshots import SNAPSHOT_ZLIB_LEVEL
 
 
 def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str | None, records=None, *,
@@ -30,7 +29,7 @@ def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str
     with conn:
         conn.execute("INSERT OR REPLACE INTO version_snapshots (source_name, version, url, fetched_at, body, sha256, "
                      "records) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (name, version, url, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL) if raw is not None else body_z,
+                     (name, version, url, now, compress_bytes(raw) if raw is not None else body_z,
                       sha, json.dumps(records) if records is not None else None))
     return True
 
@@ -66,7 +65,7 @@ def get_page(conn: apsw.Connection, name: str, version: int) -> dict | None:
             (name, version))
     if r is None:
         return None
-    r["html"] = zlib.decompress(r.pop("body")).decode("utf-8", errors="replace")
+    r["html"] = decompress_page(r.pop("body"))
     r["records"] = json.loads(r["records"]) if r["records"] else None
     return r
 

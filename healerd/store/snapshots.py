@@ -1,19 +1,19 @@
-"""Page snapshots per source: the last good page and the current (last failing) page, zlib-compressed."""
+"""Page snapshots per source: the last good page and the current (last failing) page, compressed
+(`healerd.core.pagecodec`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-import zlib
 
 import apsw
 
+from healerd.core.pagecodec import compress_bytes, decompress_page
 from healerd.store.db import row
 
 LAST_GOOD = "last_good"
 CURRENT = "current"
-SNAPSHOT_ZLIB_LEVEL = 1   # a page is written on every changed good scrape: level 1 is ~4x cheaper than 6
 
 
 def put(conn: apsw.Connection, name: str, kind: str, url: str, html: str | None, status: int | None = 200,
@@ -39,7 +39,7 @@ def put(conn: apsw.Connection, name: str, kind: str, url: str, html: str | None,
         conn.execute(
             "INSERT OR REPLACE INTO snapshots (source_name, kind, url, status_code, fetched_at, body, sha256, records) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, kind, url, status, now, zlib.compress(raw, SNAPSHOT_ZLIB_LEVEL), sha256 or hashlib.sha256(raw).hexdigest(),
+            (name, kind, url, status, now, compress_bytes(raw), sha256 or hashlib.sha256(raw).hexdigest(),
              records_json),
         )
 
@@ -49,6 +49,6 @@ def get(conn: apsw.Connection, name: str, kind: str) -> dict | None:
     r = row(conn, "SELECT * FROM snapshots WHERE source_name = ? AND kind = ?", (name, kind))
     if not r:
         return None
-    r["html"] = zlib.decompress(r.pop("body")).decode("utf-8", errors="replace")
+    r["html"] = decompress_page(r.pop("body"))
     r["records"] = json.loads(r["records"]) if r["records"] else None
     return r
