@@ -168,14 +168,19 @@ class Daemon:
 
     def _start_workers(self) -> None:
         """The extraction worker processes ([daemon] workers), kept across a reload that keeps their number."""
-        from healerd.adapters.workers import WorkerPool, worker_count
+        from healerd.adapters.fetch import DEADLINE_FACTOR
+        from healerd.adapters.workers import WorkerPool, worker_count, worker_threads
 
         want = worker_count(self.config.daemon.workers)
-        if self.workers is not None and self.workers.size == want and not self.workers.closed:
+        threads = worker_threads(self.config.daemon.scrapers, want)
+        if self.workers is not None and (self.workers.size, self.workers.threads) == (want, threads) \
+                and not self.workers.closed:
             return
         self.stop_workers()
         if want > 0:
-            self.workers = WorkerPool(want, deadline=self.config.fetch.timeout * 3)
+            # A job is a fetch (bounded by its own deadline) and then a parse.
+            self.workers = WorkerPool(want, deadline=self.config.fetch.timeout * (DEADLINE_FACTOR + 3),
+                                      threads=threads)
 
     def stop_workers(self) -> None:
         """Stop the extraction worker processes (after the Scrapers: none is waiting on them then)."""

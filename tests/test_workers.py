@@ -10,7 +10,6 @@ import time
 import pytest
 
 from healerd.adapters.workers import (
-    SNAPSHOT_ZLIB_LEVEL,
     PageJob,
     WorkerError,
     WorkerPool,
@@ -19,8 +18,8 @@ from healerd.adapters.workers import (
 )
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
+from healerd.core.pagecodec import decompress_page
 from healerd.core.validate import last_good_sample
-from healerd.store import snapshots
 
 BP = from_dict({"url": "http://shop.example/list", "items": "li.p",
                 "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"},
@@ -51,9 +50,8 @@ def test_a_worker_gives_what_extraction_in_process_gives(pool):
     assert remote.extraction.data[3] == {"name": "Widget 3é", "price": 353.99, "link": "/w/3"}
     assert remote.shape_sample == last_good_sample(remote.extraction.data)
     stored = {"html": body.decode("windows-1252")}
-    assert remote.snapshot_z is not None and snapshots.SNAPSHOT_ZLIB_LEVEL == SNAPSHOT_ZLIB_LEVEL
-    import zlib
-    assert zlib.decompress(remote.snapshot_z).decode("utf-8") == stored["html"]
+    assert remote.snapshot_z is not None
+    assert decompress_page(remote.snapshot_z) == stored["html"]
 
 
 def test_the_page_is_compressed_only_when_it_changed(pool):
@@ -128,3 +126,145 @@ def test_a_stopped_pool_ends_its_workers_and_refuses_jobs():
 
 def test_the_default_number_of_workers_follows_the_cores():
     assert [default_workers(c) for c in (1, 2, 3, 8, 64)] == [1, 2, 3, 4, 4]
+
+
+# -- workers that fetch as well ----------------------------------------------------------------
+
+def _slow(delay: float, body: bytes):
+    from httpfixture import send
+
+    def fn(h):
+        time.sleep(delay)
+        send(h, 200, body)
+    return fn
+
+
+def test_a_fetching_worker_gives_what_fetching_in_process_gives(server):
+    from httpfixture import page as http_page
+
+    from healerd.adapters.fetch import FetchConfig, Fetcher
+    from healerd.adapters.workers import FetchJob, fetch_and_process
+
+    server.route("/list", http_page(page(12), headers={"ETag": '"v1"'}))
+    job = FetchJob(url=server.url("/list"), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0))
+    p = WorkerPool(1, deadline=30.0, threads=2)
+    try:
+        remote = p.run(job)
+        with Fetcher(job.fetch) as f:
+            local = fetch_and_process(job, f)
+    finally:
+        p.close()
+    assert remote == local
+    assert remote.status == 200 and remote.etag == '"v1"' and remote.error_type is None
+    assert remote.text == page(12).decode() and remote.page.extraction.item_count == 12
+
+
+def test_a_fetching_worker_reports_the_fetch_error_class_and_the_not_html_answer(server):
+    from httpfixture import page as http_page
+
+    from healerd.adapters.fetch import FetchConfig
+    from healerd.adapters.workers import FetchJob
+    from healerd.core import errors
+
+    server.route("/gone", http_page("<html><body>gone</body></html>", status=410))
+    server.route("/pdf", http_page(b"%PDF-1.4 binary", content_type="application/pdf"))
+    p = WorkerPool(1, deadline=30.0, threads=1)
+    try:
+        gone = p.run(FetchJob(url=server.url("/gone"), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0)))
+        pdf = p.run(FetchJob(url=server.url("/pdf"), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0)))
+    finally:
+        p.close()
+    assert (gone.error_type, gone.status, gone.page) == (errors.HTTP_ERROR, 410, None) and "410" in gone.error
+    assert pdf.error_type == errors.NOT_HTML and pdf.page is None
+
+
+def test_a_slow_site_does_not_hold_up_other_jobs_on_the_same_worker(server):
+    """A worker has several threads: its other jobs go on while one waits for a slow answer."""
+    from healerd.adapters.fetch import FetchConfig
+    from healerd.adapters.workers import FetchJob
+
+    server.route("/slow", _slow(2.0, page(3)))
+    server.route("/fast", _slow(0.0, page(4)))
+    p = WorkerPool(1, deadline=30.0, threads=2)
+    done: dict[str, float] = {}
+
+    def run(path):
+        p.run(FetchJob(url=server.url(path), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0)))
+        done[path] = time.monotonic()
+    try:
+        slow = threading.Thread(target=run, args=("/slow",))
+        slow.start()
+        time.sleep(0.2)
+        run("/fast")
+        assert "/slow" not in done      # the fast page came back while the slow one was still out
+        slow.join()
+    finally:
+        p.close()
+    assert done["/fast"] < done["/slow"]
+
+
+def test_a_worker_killed_with_several_jobs_in_hand_fails_each_of_them_and_is_replaced(server):
+    from healerd.adapters.fetch import FetchConfig
+    from healerd.adapters.workers import FetchJob
+
+    server.route("/slow", _slow(3.0, page(3)))
+    p = WorkerPool(1, deadline=30.0, threads=3)
+    victim = p.pids()[0]
+    failures: list[str] = []
+
+    def run():
+        try:
+            p.run(FetchJob(url=server.url("/slow"), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0)))
+        except WorkerError as exc:
+            failures.append(str(exc))
+    try:
+        jobs = [threading.Thread(target=run) for _ in range(3)]
+        for t in jobs:
+            t.start()
+        deadline = time.time() + 10
+        while len(server.seen("/slow")) < 3 and time.time() < deadline:
+            time.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+        for t in jobs:
+            t.join(10)
+        assert len(failures) == 3
+        assert all(f"pid {victim}" in line and "died" in line and "\n" not in line for line in failures)
+        assert p.pids() != [victim]
+        out = p.run(PageJob(body=page(2), encoding="utf-8", blueprint_json=BP.to_json()))
+        assert out.extraction.item_count == 2
+    finally:
+        p.close()
+
+
+def test_threads_per_worker_let_every_scraper_have_a_job_in_hand():
+    from healerd.adapters.workers import worker_threads
+
+    assert [worker_threads(s, w) for s, w in ((8, 2), (8, 3), (1, 4), (5, 1))] == [4, 3, 1, 5]
+
+
+def test_a_scrape_whose_worker_died_under_it_is_tried_once_more_on_the_new_one(server):
+    """Another job's page may be what killed the worker: this scrape's page is fetched again."""
+    from healerd.actors.messages import ScrapeJob
+    from healerd.actors.registry import ActorRegistry
+    from healerd.actors.scraper import Scraper
+    from healerd.config import Config
+
+    server.route("/slow", _slow(1.5, page(6)))
+    p = WorkerPool(1, deadline=30.0, threads=2)
+    victim = p.pids()[0]
+    scraper = Scraper(0, Config(), ActorRegistry(), None, p)
+    job = ScrapeJob(name="shop", url=server.url("/slow"), host="127.0.0.1", blueprint_json=BP.to_json(), version=1,
+                    etag=None, last_modified=None)
+    got: list = []
+    try:
+        t = threading.Thread(target=lambda: got.append(scraper.scrape(job)))
+        t.start()
+        deadline = time.time() + 10
+        while not server.seen("/slow") and time.time() < deadline:
+            time.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+        t.join(20)
+    finally:
+        p.close()
+    assert len(server.seen("/slow")) == 2
+    assert got[0].error is None and got[0].extraction.item_count == 6

@@ -1,7 +1,10 @@
 """Scraper (a pool): fetch one page, run the production parser, pass it to the Validator.
 
-Each Scraper owns one sync httpx client (through Fetcher); `fetch = "browser"` sources
-are rendered by the daemon's shared browser pool instead. Anything that goes wrong
+A selector source over HTTP is fetched and extracted in one job by a worker process
+(`healerd.adapters.workers`), or in the Scraper's thread when `[daemon] workers = 0`.
+Code parsers and `fetch = "browser"` sources are fetched here (each Scraper owns one sync
+httpx client through Fetcher; browser pages come from the daemon's shared browser pool);
+their pages are then extracted by a worker or in the sandbox. Anything that goes wrong
 is turned into an ExtractedPage carrying the error class; a poisonous page can
 never stop the actor.
 """
@@ -13,12 +16,20 @@ import logging
 import time
 from functools import lru_cache
 
-from healerd.actors.base import ServiceActor, page_limits
+from healerd.actors.base import ServiceActor, fetch_config, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.registry import ActorRegistry
 from healerd.adapters.fetch import FetchError
 from healerd.adapters.robots import RobotsPolicy
-from healerd.adapters.workers import PageJob, WorkerError, WorkerPool, process_page
+from healerd.adapters.workers import (
+    FetchJob,
+    PageJob,
+    PageResult,
+    WorkerError,
+    WorkerPool,
+    fetch_and_process,
+    process_page,
+)
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, from_json
@@ -88,6 +99,8 @@ class Scraper(ServiceActor):
             if not self.robots.allowed(job.url, self.config.fetch.user_agent):
                 return ExtractedPage(job=job, started_at=started, finished_at=time.time(), error_type=errors.BLOCKED,
                                      error="robots.txt disallows this URL (set [fetch] respect_robots = false to override)")
+        if not bp.parser and bp.fetch != "browser":
+            return self._fetch_and_extract(job, bp, started)
         try:
             res = self.fetcher.fetch(job.url, headers=bp.headers or None, cookies=bp.cookies or None,
                                      etag=job.etag, last_modified=job.last_modified, via=bp.fetch,
@@ -121,8 +134,54 @@ class Scraper(ServiceActor):
         page.finished_at = time.time()
         return page
 
+    def _fetch_and_extract(self, job: ScrapeJob, bp: Blueprint, started: float) -> ExtractedPage:
+        """A selector blueprint over HTTP: fetch, hash, extract and compress in a worker process
+        (or here with none). A job whose worker died under it is tried once more on another."""
+        work = FetchJob(url=job.url, blueprint_json=job.blueprint_json, fetch=fetch_config(self.config),
+                        headers=bp.headers or None, cookies=bp.cookies or None, etag=job.etag,
+                        last_modified=job.last_modified, good_sha=job.good_sha, limits=page_limits(self.config))
+        if self.workers is None:
+            assert self.fetcher is not None
+            out = fetch_and_process(work, self.fetcher)
+        else:
+            try:
+                out = self.workers.run(work)
+            except WorkerError as first:
+                if self.workers.closed:
+                    raise
+                log.warning("scrape of %s: %s; trying once more", job.name, first)
+                try:
+                    out = self.workers.run(work)
+                except WorkerError as exc:
+                    if self.workers.closed:
+                        raise
+                    return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
+                                         error_type=errors.PARSE_ERROR, error=f"the parser failed on this page: {exc}")
+        page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=out.status, html=out.text,
+                             not_modified=out.not_modified, etag=out.etag, last_modified=out.last_modified,
+                             permanent_redirect=out.permanent_redirect, error_type=out.error_type, error=out.error,
+                             retry_after=out.retry_after, dns_failure=out.dns_failure)
+        if out.page is not None:
+            self._take_result(page, out.page)
+        page.finished_at = time.time()
+        return page
+
+    def _take_result(self, page: ExtractedPage, out: PageResult) -> None:
+        page.page_sha = out.page_sha
+        page.snapshot_z = out.snapshot_z
+        page.shape_sample = out.shape_sample
+        if out.too_large:
+            page.error_type = errors.TOO_LARGE
+            page.error = out.error
+        elif out.error is not None:
+            page.error_type = errors.PARSE_ERROR
+            page.error = f"the parser failed on this page: {out.error}"
+        else:
+            page.extraction = out.extraction
+
     def _extract(self, page: ExtractedPage, job: ScrapeJob, res) -> None:
-        """A selector blueprint: hash, extract and compress in a worker process (or here with none)."""
+        """A selector blueprint on a rendered page: hash, extract and compress in a worker process
+        (or here with none)."""
         work = PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json, good_sha=job.good_sha,
                        limits=page_limits(self.config))
         if self.workers is None:
@@ -137,14 +196,4 @@ class Scraper(ServiceActor):
                 page.error_type = errors.PARSE_ERROR
                 page.error = f"the parser failed on this page: {exc}"
                 return
-        page.page_sha = out.page_sha
-        page.snapshot_z = out.snapshot_z
-        page.shape_sample = out.shape_sample
-        if out.too_large:
-            page.error_type = errors.TOO_LARGE
-            page.error = out.error
-        elif out.error is not None:
-            page.error_type = errors.PARSE_ERROR
-            page.error = f"the parser failed on this page: {out.error}"
-        else:
-            page.extraction = out.extraction
+        self._take_result(page, out)

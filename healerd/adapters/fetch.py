@@ -32,6 +32,7 @@ import codecs
 import contextvars
 import email.utils
 import errno
+import functools
 import http.cookiejar
 import re
 import socket
@@ -443,6 +444,14 @@ class _Raw:
     elapsed_ms: float
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One certificate-verifying TLS context per process, shared by every Fetcher's client:
+    each context loads the whole CA bundle (about 1 MB of memory), and a process has a client
+    per Scraper or per worker thread."""
+    return httpx.create_ssl_context()
+
+
 class Fetcher:
     """Fetches pages with one shared httpx client; thread-safe."""
 
@@ -457,7 +466,7 @@ class Fetcher:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE_CONNECTIONS,
                               keepalive_expiry=KEEPALIVE_EXPIRY_S)
         self.client = _bind_deadlines(httpx.Client(
-            http1=True, http2=False, timeout=timeout, follow_redirects=False, limits=limits,
+            http1=True, http2=False, timeout=timeout, follow_redirects=False, limits=limits, verify=_tls_context(),
             cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
             headers={"User-Agent": self.config.user_agent, "Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING},
         ))

@@ -1,25 +1,29 @@
 """The CPU-bound part of a scrape, and the worker processes that run it beside the daemon.
 
-A Scraper actor fetches a page (I/O, in the daemon's process) and hands what it got to
-`process_page`: decode, hash, parse and extract with the blueprint's selectors, and
-compress the page for its snapshot when it differs from the last good one. The job and
-the result are small picklable values (`PageJob` -> `PageResult`: page bytes, charset,
-blueprint JSON, the last good page's hash -> records, raw values, item count, hash,
-compressed page or one error line), so the same function runs in the Scraper's thread
-(`[daemon] workers = 0`) or in a worker process, and gives the same result either way.
+`process_page` is what a page costs once it has arrived: decode, hash, parse and extract
+with the blueprint's selectors, and compress the page for its snapshot when it differs from
+the last good one (`PageJob` -> `PageResult`: page bytes, charset, blueprint JSON, the last
+good page's hash -> records, raw values, item count, hash, compressed page or one error line).
+`fetch_and_process` puts the HTTP fetch in front of it (`FetchJob` -> `FetchOutcome`: URL,
+headers, conditional-request validators, fetch settings -> status, validators, page text,
+the fetch's error class or the PageResult). Jobs and answers are small picklable values,
+so the same functions run in a Scraper's thread (`[daemon] workers = 0`) or in a worker
+process, and give the same result either way.
 
-`WorkerPool` keeps N worker processes, each a fresh interpreter running this module
-(never a fork of the multi-threaded daemon), serving one job at a time over two pipes. A Scraper
-thread takes an idle worker, sends the job and waits for its answer. A worker that dies
-or overruns its deadline fails that one job with a clear line and is replaced at once;
-the next job gets the fresh one. The pool is started with the daemon's actors and
-stopped at shutdown; when the daemon itself dies, each worker's pipe closes and the
-worker exits.
+`WorkerPool` keeps N worker processes, each a fresh interpreter running this module (never
+a fork of the multi-threaded daemon) with a few threads, so that one worker's fetches
+overlap their network waits while its parsing uses its own core. A Scraper thread sends a
+job to the least busy worker and waits for the answer; a reader thread per worker hands
+each answer to its caller. A worker that dies fails the jobs it had in hand with a clear
+line and is replaced at once; a job over its deadline gets its worker killed and replaced.
+The pool is started with the daemon's actors and stopped at shutdown; when the daemon
+itself dies, each worker's pipe closes and the worker exits.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import queue
@@ -28,12 +32,13 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
 
+from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
 from healerd.core.extract import Extraction, PageLimits
+from healerd.core.pagecodec import compress_page
 
 log = logging.getLogger("healerd.workers")
 
@@ -54,6 +59,11 @@ def worker_count(configured: int | str | None) -> int:
     return default_workers() if configured in (None, "auto") else int(configured)
 
 
+def worker_threads(scrapers: int, workers: int) -> int:
+    """Threads per worker: enough that every Scraper can have a job in hand at once."""
+    return max(1, -(-scrapers // max(1, workers)))
+
+
 @dataclass(frozen=True)
 class PageJob:
     """A fetched page for extraction: what crosses to a worker."""
@@ -71,7 +81,7 @@ class PageResult:
     extraction: Extraction | None = None
     error: str | None = None       # the parser failed on this page
     too_large: bool = False        # the error is a work bound the page passed (error class TOO_LARGE)
-    snapshot_z: bytes | None = None   # the page, UTF-8, zlib: only when page_sha != good_sha
+    snapshot_z: bytes | None = None   # the page as stored (healerd.core.pagecodec): only when page_sha != good_sha
     shape_sample: list | None = None  # validate.last_good_sample of the records, kept if they pass
 
 
@@ -81,13 +91,6 @@ def decode(body: bytes, encoding: str) -> str:
         return body.decode(encoding or "utf-8", errors="replace")
     except LookupError:
         return body.decode("utf-8", errors="replace")
-
-
-SNAPSHOT_ZLIB_LEVEL = 1   # as healerd.store.snapshots stores pages (a test keeps the two equal)
-
-
-def compress_page(html: str) -> bytes:
-    return zlib.compress(html.encode("utf-8", errors="replace"), SNAPSHOT_ZLIB_LEVEL)
 
 
 def process_page(job: PageJob, html: str | None = None) -> PageResult:
@@ -123,36 +126,161 @@ class WorkerError(Exception):
     """A job a worker could not answer (it died or overran its deadline); the pool has replaced it."""
 
 
-def _serve(jobs, results) -> None:
-    """A worker process: answer jobs until the pipe closes or a None arrives."""
+@dataclass(frozen=True)
+class FetchJob:
+    """A page to fetch over HTTP and then process (`process_page`): what crosses to a worker
+    that fetches as well. Everything the fetch needs travels with the job, so a worker keeps
+    no source's state between jobs and a reloaded configuration applies to the next job."""
+    url: str
+    blueprint_json: str                 # a selector blueprint
+    fetch: FetchConfig = FetchConfig()
+    headers: dict | None = None         # the blueprint's headers and cookies (sent to its own origin only)
+    cookies: dict | None = None
+    etag: str | None = None             # a conditional request when the last fetch gave these
+    last_modified: str | None = None
+    good_sha: str | None = None
+    limits: PageLimits = PageLimits()
+
+
+@dataclass(frozen=True)
+class FetchOutcome:
+    """What a fetching worker sends back: the fetch's answer (or its error class and one line),
+    and when a page arrived, its text and `process_page`'s result."""
+    status: int | None = None
+    text: str | None = None             # the page as decoded (for validation, trials, the Doctor)
+    not_modified: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
+    permanent_redirect: str | None = None
+    error_type: str | None = None       # the fetch failed, or the answer is not a page
+    error: str | None = None
+    retry_after: float | None = None
+    dns_failure: bool = False
+    page: PageResult | None = None
+
+
+def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
+    """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page."""
+    from healerd.core import errors
+    from healerd.core.classify import not_html_reason
+
+    try:
+        res = fetcher.fetch(job.url, headers=job.headers or None, cookies=job.cookies or None,
+                            etag=job.etag, last_modified=job.last_modified)
+    except FetchError as exc:
+        return FetchOutcome(status=exc.status, error_type=exc.error_type, error=exc.message,
+                            retry_after=exc.retry_after,
+                            dns_failure=exc.error_type == errors.NETWORK and "DNS" in exc.message)
+    if res.not_modified:
+        return FetchOutcome(status=res.status, not_modified=True, etag=res.etag, last_modified=res.last_modified)
+    binary = not_html_reason(res.body, res.headers.get("content-type"))
+    if binary:
+        return FetchOutcome(status=res.status, error_type=errors.NOT_HTML, error=binary)
+    page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
+                                good_sha=job.good_sha, limits=job.limits), html=res.text)
+    return FetchOutcome(status=res.status, text=res.text, etag=res.etag, last_modified=res.last_modified,
+                        permanent_redirect=res.permanent_redirect, page=page)
+
+
+def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
+    """A worker's answer to one job (a PageJob, or a FetchJob with this thread's fetchers)."""
+    try:
+        if isinstance(job, FetchJob):
+            fetcher = fetchers.get(job.fetch)
+            if fetcher is None:   # one client per thread and fetch configuration, kept for keep-alive
+                for old in fetchers.values():
+                    old.close()
+                fetchers.clear()
+                fetcher = fetchers[job.fetch] = Fetcher(job.fetch)
+            return fetch_and_process(job, fetcher)
+        return process_page(job)
+    except Exception as exc:   # both catch the page's and the fetch's errors; this is a bug
+        line = f"internal error in the worker: {type(exc).__name__}: {exc}"
+        if isinstance(job, FetchJob):
+            from healerd.core import errors
+
+            return FetchOutcome(error_type=errors.PARSE_ERROR, error=line)
+        return PageResult(page_sha="", error=line)
+
+
+def _serve(jobs: Connection, results: Connection, threads: int) -> None:
+    """A worker process: `threads` threads answer the (id, job) pairs read from `jobs` with
+    (id, answer) pairs on `results`, until the pipe closes or a None arrives."""
+    todo: queue.Queue = queue.Queue()
+    send_lock = threading.Lock()
+
+    def work() -> None:
+        fetchers: dict = {}
+        try:
+            while True:
+                item = todo.get()
+                if item is None:
+                    return
+                ident, job = item
+                answer = _answer(job, fetchers)
+                try:
+                    with send_lock:
+                        results.send((ident, answer))
+                except (OSError, ValueError):
+                    return
+        finally:
+            for f in fetchers.values():
+                f.close()
+
+    pool = [threading.Thread(target=work, name=f"worker-{i}", daemon=True) for i in range(max(1, threads))]
+    for t in pool:
+        t.start()
     while True:
         try:
-            job = jobs.recv()
+            item = jobs.recv()
         except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        try:
-            result = process_page(job)
-        except Exception as exc:   # process_page catches the page's errors; this is a bug
-            result = PageResult(page_sha="", error=f"internal error in the worker: {type(exc).__name__}: {exc}")
-        try:
-            results.send(result)
-        except (OSError, ValueError):
-            return
+            break
+        if item is None:
+            break
+        todo.put(item)
+    for _ in pool:
+        todo.put(None)   # each thread finishes the job in hand first
+    for t in pool:
+        t.join()
+
+
+def _worker_env() -> dict[str, str]:
+    """The daemon's environment, with glibc's malloc kept to two arenas: each thread of a worker
+    would otherwise get its own, and pages parsed by turns on four threads leave four sets of
+    freed trees behind (a worker's peak RSS measured 52 MB with per-thread arenas)."""
+    env = dict(os.environ)
+    env.setdefault("MALLOC_ARENA_MAX", "2")
+    return env
+
+
+class _Slot:
+    """One job in flight: its caller waits on `done`."""
+    __slots__ = ("done", "answer", "error")
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.answer = None
+        self.error: str | None = None
 
 
 class _Worker:
     """One worker: `python -P -m healerd.adapters.workers` (a fresh interpreter, never a fork of the
-    multi-threaded daemon) speaking pickled jobs and results over two pipes."""
+    multi-threaded daemon) speaking pickled (id, job) and (id, answer) pairs over two pipes, with
+    up to `threads` jobs in flight. A reader thread hands each answer to the caller waiting for it."""
 
-    def __init__(self, index: int):
+    def __init__(self, index: int, threads: int, on_exit):
         self.index = index
+        self.threads = threads
+        self.inflight: dict[int, _Slot] = {}
+        self.send_lock = threading.Lock()
+        self.dead = False
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.adapters.workers", str(job_r), str(res_w)],
-                                         pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, close_fds=True)
+            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.adapters.workers", str(job_r),
+                                          str(res_w), str(threads)],
+                                         pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, close_fds=True,
+                                         env=_worker_env())
         except BaseException:
             for fd in (job_r, job_w, res_r, res_w):
                 os.close(fd)
@@ -161,16 +289,39 @@ class _Worker:
         os.close(res_w)
         self.jobs = Connection(job_w, readable=False)
         self.results = Connection(res_r, writable=False)
+        self._on_exit = on_exit
+        self.reader = threading.Thread(target=self._read, name=f"workers-reader-{index}", daemon=True)
+        self.reader.start()
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
+    def _read(self) -> None:
+        while True:
+            try:
+                ident, answer = self.results.recv()
+            except (EOFError, OSError, ValueError, TypeError):
+                break
+            slot = self.inflight.pop(ident, None)
+            if slot is not None:
+                slot.answer = answer
+                slot.done.set()
+        self._on_exit(self)
+
     def ask_to_stop(self) -> None:
         try:
-            self.jobs.send(None)    # read after the job in hand, if any
+            with self.send_lock:
+                self.jobs.send(None)    # read after the jobs in hand, if any
         except (OSError, ValueError):
             pass
+
+    def close_pipes(self) -> None:
+        for c in (self.jobs, self.results):
+            try:
+                c.close()
+            except OSError:
+                pass
 
     def reap(self, timeout: float) -> None:
         try:
@@ -178,99 +329,113 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(1.0)
-        for c in (self.jobs, self.results):
-            try:
-                c.close()
-            except OSError:
-                pass
+        self.reader.join(1.0)
+        self.close_pipes()
 
 
 class WorkerPool:
-    """N worker processes running `process_page`; `run(job)` blocks its caller until the answer."""
+    """N worker processes of `threads` threads each; `run(job)` blocks its caller until the answer.
 
-    def __init__(self, size: int, deadline: float = 60.0):
+    A job goes to the least busy worker with a free thread (its caller waits while none has
+    one). When a worker dies, every job it had in hand fails with one line (WorkerError) and a
+    new worker takes its place; a job over the deadline gets its worker killed and replaced."""
+
+    def __init__(self, size: int, deadline: float = 60.0, threads: int = 1):
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
+        self.threads = max(1, threads)
         self.deadline = deadline
-        self._idle: queue.Queue[_Worker] = queue.Queue()
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._workers: list[_Worker] = []
         self._closed = False
+        self._ids = itertools.count(1)
         for i in range(size):
-            w = _Worker(i)
-            self._workers.append(w)
-            self._idle.put(w)
+            self._workers.append(_Worker(i, self.threads, self._exited))
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def pids(self) -> list[int]:
-        with self._lock:
+        with self._cond:
             return [w.pid for w in self._workers]
 
-    def run(self, job: PageJob) -> PageResult:
-        """The worker's answer to `job`; WorkerError when the worker died or overran the deadline."""
-        w = self._take()
-        back: _Worker | None = w   # what goes back to the idle queue: this worker, its replacement, or none
+    def run(self, job: PageJob | FetchJob):
+        """The worker's answer to `job` (PageResult for a PageJob, FetchOutcome for a FetchJob);
+        WorkerError when its worker died or the job overran the deadline."""
+        slot = _Slot()
+        ident = next(self._ids)
+        w = self._take(ident, slot)
         try:
-            try:
-                w.jobs.send(job)
-                if w.results.poll(self.deadline):   # an answer, or the end of the pipe when it died
-                    return w.results.recv()
-            except (EOFError, OSError):
-                pass   # the worker went away mid-job: told apart below
-            try:
-                code = w.proc.wait(1.0)
-                reason = f"the extraction worker (pid {w.pid}) died while parsing this page (exit code {code})"
-            except subprocess.TimeoutExpired:
-                w.proc.kill()
-                w.proc.wait(1.0)
-                reason = f"parsing this page took longer than {self.deadline:g}s: the worker was stopped"
-            back = self._replace(w)
-            raise WorkerError(reason + ("; a new worker was started" if back is not None else ""))
-        finally:
-            if back is not None:
-                self._idle.put(back)
+            with w.send_lock:
+                w.jobs.send((ident, job))
+        except (OSError, ValueError):
+            self._kill(w)       # a worker whose pipe refuses a job is dead: its reader fails the slot
+        if not slot.done.wait(self.deadline):
+            slot.error = f"this page took longer than {self.deadline:g}s in the worker: the worker was stopped"
+            self._kill(w)
+            slot.done.wait(5.0)
+        if slot.error is not None:
+            raise WorkerError(slot.error)
+        return slot.answer
 
-    def _take(self) -> _Worker:
-        while True:
-            if self._closed:
-                raise WorkerError("the worker pool is stopped (healerd is shutting down)")
-            try:
-                w = self._idle.get(timeout=_IDLE_POLL_S)
-            except queue.Empty:
-                continue
-            if w.proc.poll() is None:
-                return w
-            log.warning("extraction worker %d (pid %s) exited while idle (exit code %s)", w.index, w.pid,
-                        w.proc.returncode)
-            fresh = self._replace(w)
-            if fresh is not None:
-                self._idle.put(fresh)
+    def _take(self, ident: int, slot: _Slot) -> _Worker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise WorkerError("the worker pool is stopped (healerd is shutting down)")
+                ready = [w for w in self._workers if not w.dead and len(w.inflight) < w.threads]
+                if ready:
+                    w = min(ready, key=lambda x: len(x.inflight))
+                    w.inflight[ident] = slot
+                    return w
+                self._cond.wait(_IDLE_POLL_S)
 
-    def _replace(self, dead: _Worker) -> _Worker | None:
-        for c in (dead.jobs, dead.results):
-            try:
-                c.close()
-            except OSError:
-                pass
-        with self._lock:
-            if self._closed:
-                return None
-            fresh = _Worker(dead.index)
-            self._workers = [fresh if x is dead else x for x in self._workers]
-        log.warning("extraction worker %d (pid %s) was replaced by pid %s", dead.index, dead.pid, fresh.pid)
-        return fresh
+    def _kill(self, w: _Worker) -> None:
+        try:
+            w.proc.kill()
+        except OSError:
+            pass
+
+    def _exited(self, w: _Worker) -> None:
+        """A worker's reader saw its pipe end: fail its jobs in hand, start a replacement."""
+        try:
+            code = w.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            w.proc.kill()
+            code = w.proc.wait(2.0)
+        with self._cond:
+            w.dead = True
+            replace = not self._closed
+            if replace:
+                try:
+                    fresh = _Worker(w.index, self.threads, self._exited)
+                except OSError as exc:
+                    log.error("could not start a new extraction worker: %s", exc)
+                    fresh = None
+                if fresh is not None:
+                    self._workers = [fresh if x is w else x for x in self._workers]
+            self._cond.notify_all()
+        lost = list(w.inflight.items())
+        w.inflight.clear()
+        for _, slot in lost:
+            if slot.error is None:
+                slot.error = (f"the extraction worker (pid {w.pid}) died while working on this page (exit code "
+                              f"{code})" + ("; a new worker was started" if replace else ""))
+            slot.done.set()
+        w.close_pipes()
+        if replace and not self._closed:
+            log.warning("extraction worker %d (pid %s, exit code %s) was replaced", w.index, w.pid, code)
 
     def close(self, timeout: float = 1.0) -> None:
-        """Stop every worker: each finishes the job in hand; one still busy after `timeout` is killed."""
-        with self._lock:
+        """Stop every worker: each finishes the jobs in hand; one still busy after `timeout` is killed."""
+        with self._cond:
             if self._closed:
                 return
             self._closed = True
             workers = list(self._workers)
+            self._cond.notify_all()
         for w in workers:
             w.ask_to_stop()
         deadline = time.monotonic() + timeout
@@ -279,12 +444,13 @@ class WorkerPool:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m healerd.adapters.workers JOB_FD RESULT_FD`: one worker (started by WorkerPool)."""
+    """`python -m healerd.adapters.workers JOB_FD RESULT_FD [THREADS]`: one worker (started by WorkerPool)."""
     # The daemon decides when its workers stop (a None job, or its end of the pipe closing):
     # a SIGTERM sent to the whole service must not fail the scrapes it is finishing.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False))
+    threads = int(argv[3]) if len(argv) > 3 else 1
+    _serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False), threads)
 
 
 if __name__ == "__main__":
