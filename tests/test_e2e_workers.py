@@ -27,7 +27,7 @@ def worker_pids(daemon_pid: int) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         state = stat.rsplit(")", 1)[1].split()[0]
-        if ppid == daemon_pid and b"healerd.adapters.workers" in cmdline and state != "Z":
+        if ppid == daemon_pid and b"healerd.adapters.workers_main" in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
 

@@ -159,6 +159,12 @@ class FetchOutcome:
     page: PageResult | None = None
 
 
+# One page parsed at a time per process: the parse holds the GIL, so a second one in parallel
+# gains nothing, and each parsed page in flight is a tree of a few MB (a worker of four
+# threads peaked at 54 MB parsing four at once). Fetches still overlap their network waits.
+_PARSING = threading.Lock()
+
+
 def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
     """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page."""
     from healerd.core import errors
@@ -176,8 +182,9 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
     binary = not_html_reason(res.body, res.headers.get("content-type"))
     if binary:
         return FetchOutcome(status=res.status, error_type=errors.NOT_HTML, error=binary)
-    page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
-                                good_sha=job.good_sha, limits=job.limits), html=res.text)
+    with _PARSING:
+        page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
+                                    good_sha=job.good_sha, limits=job.limits), html=res.text)
     return FetchOutcome(status=res.status, text=res.text, etag=res.etag, last_modified=res.last_modified,
                         permanent_redirect=res.permanent_redirect, page=page)
 
@@ -193,7 +200,8 @@ def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
                 fetchers.clear()
                 fetcher = fetchers[job.fetch] = Fetcher(job.fetch)
             return fetch_and_process(job, fetcher)
-        return process_page(job)
+        with _PARSING:
+            return process_page(job)
     except Exception as exc:   # both catch the page's and the fetch's errors; this is a bug
         line = f"internal error in the worker: {type(exc).__name__}: {exc}"
         if isinstance(job, FetchJob):
@@ -264,7 +272,7 @@ class _Slot:
 
 
 class _Worker:
-    """One worker: `python -P -m healerd.adapters.workers` (a fresh interpreter, never a fork of the
+    """One worker: `python -P -m healerd.adapters.workers_main` (a fresh interpreter, never a fork of the
     multi-threaded daemon) speaking pickled (id, job) and (id, answer) pairs over two pipes, with
     up to `threads` jobs in flight. A reader thread hands each answer to the caller waiting for it."""
 
@@ -277,7 +285,7 @@ class _Worker:
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.adapters.workers", str(job_r),
+            self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.adapters.workers_main", str(job_r),
                                           str(res_w), str(threads)],
                                          pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, close_fds=True,
                                          env=_worker_env())
@@ -444,7 +452,8 @@ class WorkerPool:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m healerd.adapters.workers JOB_FD RESULT_FD [THREADS]`: one worker (started by WorkerPool)."""
+    """One worker process (`python -m healerd.adapters.workers_main JOB_FD RESULT_FD [THREADS]`, started by
+    WorkerPool)."""
     # The daemon decides when its workers stop (a None job, or its end of the pipe closing):
     # a SIGTERM sent to the whole service must not fail the scrapes it is finishing.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -452,8 +461,3 @@ def main(argv: list[str]) -> None:
     threads = int(argv[3]) if len(argv) > 3 else 1
     _serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False), threads)
 
-
-if __name__ == "__main__":
-    from healerd.adapters.workers import main as _main  # the module's own name, so results unpickle in the daemon
-
-    _main(sys.argv)

@@ -147,8 +147,14 @@ def item_nodes(tree: LexborHTMLParser, selectors: tuple[str, ...]) -> list[Lexbo
 def _record(root: LexborNode | LexborHTMLParser, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
     data: dict[str, Any] = {}
     raw: dict[str, str | None] = {}
+    found: dict[tuple[str, ...], LexborNode | None] = {}   # fields on the same selectors (text and href) share one lookup
     for name, spec in fields.items():
-        value = node_value(first_node(root, spec.selectors), spec.attr) if spec.css else None
+        if spec.css:
+            sels = spec.selectors
+            node = found[sels] if sels in found else found.setdefault(sels, first_node(root, sels))
+            value = node_value(node, spec.attr)
+        else:
+            value = None
         raw[name] = value
         data[name] = coerce(value, spec.type)
     return data, raw

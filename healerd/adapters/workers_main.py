@@ -1,0 +1,16 @@
+"""`python -P -m healerd.adapters.workers_main JOB_FD RESULT_FD [THREADS]`: an extraction
+worker process (started by `healerd.adapters.workers.WorkerPool`).
+
+httpx imports its command-line tool's libraries (click, rich, pygments) whenever they happen to be
+installed; a worker never uses them, and they cost ~10 MB of memory in every worker, so they
+are kept out before anything imports httpx.
+"""
+
+import sys
+
+for _name in ("rich", "pygments", "click"):
+    sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
+
+from healerd.adapters.workers import main  # noqa: E402  (after the lines above, on purpose)
+
+main(sys.argv)
