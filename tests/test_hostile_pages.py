@@ -3,6 +3,9 @@ bounded before it is done, with a clear error (TOO_LARGE), and memory stays boun
 
 from __future__ import annotations
 
+import random
+import re
+from itertools import accumulate
 from pathlib import Path
 
 import pytest
@@ -10,8 +13,9 @@ from conftest import FAST_CONFIG
 from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.core import errors
+from healerd.core import extract as extract_module
 from healerd.core.blueprint import from_dict
-from healerd.core.extract import PageTooLarge, check_page, extract
+from healerd.core.extract import PageTooLarge, check_page, extract, nesting_depth
 from healerd.core.htmldiff import OVER_BUDGET_NOTE, structural_diff
 
 DEEP = "<html><body>" + "<div>" * 100_000 + "x" + "</div>" * 100_000 + "</body></html>"
@@ -38,6 +42,79 @@ def test_check_page_bounds_elements_and_depth():
     check_page(sloppy, max_depth=10)
     check_page(listing_v1(), max_depth=10)
     assert PageTooLarge("x").error_type == errors.TOO_LARGE
+
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+# The depth as check_page first measured it, a Python step per tag: the reference nesting_depth keeps.
+_REF_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
+
+
+def _reference_depth(html: str) -> int:
+    flat = extract_module._FLAT
+    steps = (0 if m[2].lower() in flat else (-1 if m[1] else 1) for m in _REF_TAG.finditer(html))
+    return max(accumulate(steps, initial=0))
+
+
+# Pieces of hostile markup: flat and non-flat names that share prefixes (a/area, p/param/path,
+# head/header, col/colgroup, th/thead, tr/track, li/link, rt/rtc), upper case, end tags of
+# flat elements with no start, "<" and "</" before non-letters, tags in scripts and comments,
+# and non-ASCII letters that lowercase to ASCII ones (the Kelvin sign, dotted capital I).
+_FRAGMENTS = [
+    "<a>", "</a>", "<a ", "</a ", "<area>", "</area>", "<ab>", "</AB>", "<p>", "</p>", "<P ", "<param>", "</param>",
+    "<path d=1>", "</path>", "<pa>", "</pa>", "<head>", "</head>", "<header>", "</header>", "<HEAD>", "</HEADER>",
+    "<col>", "<colgroup>", "</colgroup>", "<colgroupx>", "</colgroupx>", "<th>", "<thead>", "</thead>", "<thx>",
+    "<tr>", "</tr>", "<track>", "<trackx>", "<li>", "</li>", "<link>", "<linkx>", "</LI>", "<rt>", "<rtc>", "<rtcx>",
+    "<div>", "</div>", "<DIV class=x>", "</Div>", "<span>", "</span>", "<h1>", "</h1>", "<br/>", "<img src=a>",
+    "<b>", "</b>", "<body>", "<br>", "<i>", "</i>", "<input>", "<em>", "<embed>", "</em>", "<x1>", "</x1>",
+    "<", "</", "< ", "</ ", "</1", "</>", "<!--", "-->", "<!DOCTYPE html>", "<<", "<</", "<//div>", "<3", "<a1b2>",
+    "<script>if (a<b && c</d) x='</div>'</script>", "<style>a<b{}</style>", "\u212a", "<\u212a>", "</\u212a>",
+    "\u0130", "<\u0130>", "<d\u0130v>", "\u017f", "\u00e9", "\ud800", "x", " ", ">", "/", "a", "1",
+]
+
+
+def _hostile(rng: random.Random) -> str:
+    return "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randrange(0, 400)))
+
+
+def _agrees_with_the_reference(html: str) -> None:
+    depth = _reference_depth(html)
+    assert nesting_depth(html) == depth, html
+    assert html.count("<") >= depth      # the bound check_page skips the scan on
+    check_page(html, max_depth=depth)
+    if depth > 0:
+        with pytest.raises(PageTooLarge, match=rf"nests elements {depth} deep, more than max_depth \({depth - 1}\)"):
+            check_page(html, max_depth=depth - 1)
+    elements = html.count("<") - html.count("</")
+    check_page(html, max_elements=elements, max_depth=depth)
+    with pytest.raises(PageTooLarge, match=rf"has {elements} elements, more than max_elements \({elements - 1}\)"):
+        check_page(html, max_elements=elements - 1, max_depth=depth)
+
+
+def test_nesting_depth_is_the_depth_of_the_tags_as_written():
+    rng = random.Random(20240611)
+    for _ in range(3000):
+        _agrees_with_the_reference(_hostile(rng))
+    for html in ("", "<", "</div>" * 5 + "<div>" * 3, "<DIV>" * 300, "<div>" * 7, "<\u212a>" * 300, "<li>" * 300,
+                 "</li>" * 300 + "<a>" * 300, "<d\u0130v>" * 300):
+        _agrees_with_the_reference(html)
+
+
+def test_real_pages_measure_the_same_and_small_ones_skip_the_scan(monkeypatch):
+    pages = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(CORPUS.glob("*/*/*.html"))]
+    assert len(pages) > 100
+    for html in pages:
+        assert nesting_depth(html) == _reference_depth(html)
+    calls = []
+    monkeypatch.setattr(extract_module, "nesting_depth", lambda html: calls.append(html) or _reference_depth(html))
+    small = [html for html in pages if html.count("<") <= 256]
+    assert len(small) > 50
+    for html in small:
+        check_page(html, max_depth=256)
+    assert calls == []
+    check_page(listing_v1(), max_depth=len(listing_v1()))
+    assert calls == []
+    check_page("<div>" * 300 + "</div>" * 300, max_depth=300)   # over the bound: measured
+    assert len(calls) == 1
 
 
 def test_extract_refuses_more_items_than_max_items():

@@ -58,19 +58,32 @@ class PageTooLarge(ValueError, HealerdError):
     error_type = errors.TOO_LARGE
 
 
+def nesting_depth(html: str) -> int:
+    """The deepest nesting of `html`'s tags as written: the highest running sum (from 0) of +1
+    per start tag and -1 per end tag (`_TAG`), flat elements (`_FLAT`) counting 0."""
+    flat = _FLAT
+    steps = (0 if m[2].lower() in flat else (-1 if m[1] else 1) for m in _TAG.finditer(html))
+    return max(accumulate(steps, initial=0))
+
+
 def check_page(html: str | bytes, max_elements: int = MAX_ELEMENTS, max_depth: int = MAX_DEPTH) -> None:
     """Raise PageTooLarge when `html` has more than `max_elements` start tags or nests elements
     deeper than `max_depth`, before anything parses it. The depth is measured on the tags as
     written (end tags a page may omit do not count), so it never overstates a real page's."""
     if isinstance(html, bytes):
         html = html.decode("utf-8", errors="replace")
-    count = html.count("<") - html.count("</")   # start tags (and comments): C speed, no copies
-    if count > max_elements:
-        raise PageTooLarge(f"the page has {count} elements, more than max_elements ({max_elements}): "
-                           f"not parsed")
-    flat = _FLAT
-    steps = (0 if m[2].lower() in flat else (-1 if m[1] else 1) for m in _TAG.finditer(html))
-    depth = max(accumulate(steps, initial=0))
+    # Each "<" starts at most one start tag, so their number bounds both the element count and
+    # the depth; the exact figures (a slower count("</"), a scan of the tags) are only computed
+    # when it is over a bound.
+    lt = html.count("<")
+    if lt > max_elements:
+        count = lt - html.count("</")   # start tags (and comments): C speed, no copies
+        if count > max_elements:
+            raise PageTooLarge(f"the page has {count} elements, more than max_elements ({max_elements}): "
+                               f"not parsed")
+    if lt <= max_depth:
+        return
+    depth = nesting_depth(html)
     if depth > max_depth:
         raise PageTooLarge(f"the page nests elements {depth} deep, more than max_depth ({max_depth}): not parsed")
 
