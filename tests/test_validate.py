@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -405,3 +407,109 @@ def test_the_last_good_sample_gives_the_same_verdicts_as_the_records():
                 seen.add(full.passed)
     assert seen == {True, False}     # the cases include drift caught and clean pages
     assert last_good_sample(None) is None and last_good_sample([]) == []
+
+
+# -- the stand-in as first written (a shape computed per use, no cache), to compare against ---------
+
+_REF_URL = re.compile(r"^(https?://|//|/|\./|\.\./)\S*$|^[\w.-]+\.(html?|php|aspx?|jsp)(\?\S*)?$", re.I)
+_REF_NUMBERISH = re.compile(r"^[^\w]{0,3}[-+]?\d[\d,.\s]*(%|[a-z]{1,6}\.?)?$", re.I)
+_REF_DATE = re.compile(
+    r"\b(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d{1,2}:\d{2}"
+    r"|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
+    r"|\d{1,2}\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)", re.I)
+
+
+def _ref_shape(v):
+    if v is None or isinstance(v, bool):
+        return "empty" if v is None else "text"
+    if isinstance(v, (int, float)):
+        return "number"
+    s = " ".join(str(v).split())
+    if not s:
+        return "empty"
+    if _REF_URL.match(s):
+        return "url"
+    if _REF_NUMBERISH.match(s):
+        return "number"
+    if len(s) <= 40 and _REF_DATE.search(s):
+        return "date"
+    return "text"
+
+
+def _ref_blank(v):
+    return v is None or (isinstance(v, str) and not v.strip())
+
+
+def _ref_dominant(values):
+    shapes = [_ref_shape(v) for v in values if not _ref_blank(v)]
+    if not shapes:
+        return None
+    best = max(sorted(set(shapes)), key=shapes.count)
+    return best if shapes.count(best) / len(shapes) >= 0.8 else None
+
+
+def _ref_sample(last_good):
+    if not last_good:
+        return last_good
+    recs = last_good if isinstance(last_good, list) else [last_good] if isinstance(last_good, dict) else []
+    names = list(dict.fromkeys(k for r in recs if isinstance(r, dict) for k in r))
+    out = [{}, {}]
+    for name in names:
+        values = [v for v in (r.get(name) for r in recs if isinstance(r, dict)) if not _ref_blank(v)]
+        if not values:
+            continue
+        shape = _ref_dominant(values)
+        if shape is not None:
+            out[0][name] = next(v for v in values if _ref_shape(v) == shape)
+        else:
+            first = values[0]
+            out[0][name] = first
+            out[1][name] = next(v for v in values if _ref_shape(v) != _ref_shape(first))
+    return out
+
+
+class _Label(str):
+    def __str__(self):
+        return "https://example.org/label"
+
+
+_VALUE_PIECES = ["12", "2024", "-", "/", ".", ":", " ", "\t", "\n", "jan", "Feb", "MAR", "apr", "May", "jun", "JUL", "aug",
+                 "Sep", "\u017fep", "oct", "Nov", "dec", "ember", "$", "%",
+                 "pts", "http://", "//", "./", "x.html", "?q=1", "Player", "\u0663", "\u00e9", ",", "+", "a" * 45]
+
+
+def _value(rng: random.Random):
+    kind = rng.randrange(10)
+    if kind == 0:
+        return rng.choice([None, True, False, 0, 3, -2.5, float("nan"), "", "   ", ["a"], {"k": 1}, _Label("x")])
+    if kind == 1:
+        return "word " * rng.randrange(30, 60)          # longer than the shapes remembered
+    return "".join(rng.choice(_VALUE_PIECES) for _ in range(rng.randrange(1, 7)))
+
+
+def test_value_shapes_match_the_first_definition():
+    rng = random.Random(7)
+    for _ in range(20000):
+        v = _value(rng)
+        assert value_shape(v) == _ref_shape(v) == value_shape(v), v   # twice: remembered or not
+
+
+def test_the_last_good_sample_is_the_one_first_defined():
+    from healerd.core.validate import last_good_sample
+
+    rng = random.Random(11)
+    for _ in range(1500):
+        names = rng.sample(["a", "b", "c", "d", "e", "f"], rng.randrange(1, 6))
+        # a few shapes per field, so some fields have a dominant shape and some do not (and ties)
+        pools = {n: [_value(rng) for _ in range(rng.randrange(1, 4))] for n in names}
+        records = []
+        for _ in range(rng.randrange(0, 30)):
+            r = rng.random()
+            if r < 0.05:
+                records.append(rng.choice(["junk", 3, None, ["x"]]))
+                continue
+            records.append({n: rng.choice(pools[n]) for n in names if rng.random() < 0.9})
+        data = records if rng.random() < 0.9 else (records[0] if records and isinstance(records[0], dict) else {})
+        assert last_good_sample(data) == _ref_sample(data), data
+    for data in (None, [], {}, "text", 0, [{}], [{"a": None}], {"a": "1", "b": "x"}):
+        assert last_good_sample(data) == _ref_sample(data)
