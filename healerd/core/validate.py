@@ -21,6 +21,7 @@ import math
 import re
 import statistics
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from healerd.core import errors
@@ -104,6 +105,8 @@ def value_shape(v: Any) -> str:
         return "empty" if v is None else "text"
     if isinstance(v, (int, float)):
         return "number"
+    if type(v) is str and len(v) <= _SHAPE_CACHED_LEN:
+        return _cached_text_shape(v)
     return _text_shape(str(v))
 
 
@@ -118,6 +121,12 @@ def _text_shape(text: str) -> str:
     if len(s) <= 40 and _DIGIT.search(s) and _DATE.search(s):
         return "date"
     return "text"
+
+
+# Values recur (a seller, a category, a date, the same titles scrape after scrape) and the
+# three regexes cost ~1 us a value: short strings' shapes are remembered.
+_SHAPE_CACHED_LEN = 200
+_cached_text_shape = lru_cache(maxsize=8192)(_text_shape)
 
 
 def _plain_words(v: Any) -> bool:
