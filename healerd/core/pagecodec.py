@@ -16,19 +16,21 @@ import zstandard
 
 ZSTD_LEVEL = 1
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_local = threading.local()   # zstd contexts are not thread-safe: one pair per thread
-
-
-def _contexts() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
-    ctx = getattr(_local, "ctx", None)
-    if ctx is None:
-        ctx = _local.ctx = (zstandard.ZstdCompressor(level=ZSTD_LEVEL), zstandard.ZstdDecompressor())
-    return ctx
+# One compression context per process, taken in turn: a level-1 context holds ~1.5 MB of
+# tables, and a context per thread cost a worker of four threads 6 MB. Pages are compressed
+# by one thread at a time anyway (a worker's parse lock; the StoreWriter).
+_lock = threading.Lock()
+_compressor: zstandard.ZstdCompressor | None = None
+_decompressor: zstandard.ZstdDecompressor | None = None
 
 
 def compress_bytes(raw: bytes) -> bytes:
     """`raw` (a page's UTF-8 bytes) as stored."""
-    return _contexts()[0].compress(raw)
+    global _compressor
+    with _lock:
+        if _compressor is None:
+            _compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+        return _compressor.compress(raw)
 
 
 def compress_page(html: str) -> bytes:
@@ -38,9 +40,13 @@ def compress_page(html: str) -> bytes:
 
 def decompress_bytes(blob: bytes) -> bytes:
     """The bytes a stored page was compressed from (zstd, or zlib from an earlier release)."""
-    if blob[:4] == _ZSTD_MAGIC:
-        return _contexts()[1].decompress(blob)
-    return zlib.decompress(blob)
+    global _decompressor
+    if blob[:4] != _ZSTD_MAGIC:
+        return zlib.decompress(blob)
+    with _lock:
+        if _decompressor is None:
+            _decompressor = zstandard.ZstdDecompressor()
+        return _decompressor.decompress(blob)
 
 
 def decompress_page(blob: bytes) -> str:
