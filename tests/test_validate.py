@@ -513,3 +513,99 @@ def test_the_last_good_sample_is_the_one_first_defined():
         assert last_good_sample(data) == _ref_sample(data), data
     for data in (None, [], {}, "text", 0, [{}], [{"a": None}], {"a": "1", "b": "x"}):
         assert last_good_sample(data) == _ref_sample(data)
+
+
+def _check_field_reference(p, name, spec, records, raw, is_list):
+    """The per-record loop of validate's field check as first written (every record through the
+    general branch), kept here to hold the faster one to the same verdicts."""
+    from healerd.core.validate import _is_blank, _is_number, _raw_for
+
+    missing = empty = notnum = badtype = 0
+    sample = None
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict) or name not in rec:
+            missing += 1
+            continue
+        value = rec[name]
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            badtype += 1
+            sample = sample or type(value).__name__
+            continue
+        raw_value = _raw_for(raw, i, is_list, name, value)
+        if spec.type in ("int", "float") and not _is_number(value):
+            raw_text = raw_value if isinstance(raw_value, str) else (None if raw_value is None else str(raw_value))
+            if raw_text is not None and raw_text.strip():
+                notnum += 1
+                sample = sample if sample is not None else raw_text.strip()[:40]
+            else:
+                empty += 1
+        elif _is_blank(value):
+            empty += 1
+    return missing, empty, notnum, badtype, sample
+
+
+def test_the_field_check_gives_the_verdicts_of_its_first_form_on_every_kind_of_value():
+    import healerd.core.validate as v
+
+    class Text(str):
+        pass
+
+    class Whole(int):
+        pass
+
+    values = [None, "", "   ", "12", "$1,299.00", "abc", "n/a", " 7 ", 0, 3, -2, 2.5, float("nan"), float("inf"),
+              True, False, [], {}, (1,), Text("5"), Text(" "), Whole(4), b"9"]
+    raws = [None, "", "  ", "twelve", "12", 7]
+    rng = random.Random(7)
+    for trial in range(3000):
+        n = rng.randint(1, 12)
+        recs = []
+        for _ in range(n):
+            roll = rng.random()
+            recs.append("junk" if roll < 0.03 else ({} if roll < 0.08 else {"f": rng.choice(values)}))
+        raw = [({"f": rng.choice(raws)} if rng.random() < 0.8 else {}) for _ in range(n)] if rng.random() < 0.9 \
+            else None
+        for ftype in ("str", "int", "float"):
+            spec = from_dict({"url": "http://x/", "items": "li", "fields": {"f": {"css": "b", "type": ftype}}}) \
+                .fields["f"]
+            fast = v._Problems()
+            v._check_field(fast, "f", spec, recs, raw, True)
+            counts = _check_field_reference(v._Problems(), "f", spec, recs, raw, True)
+            assert _counts_from(fast, n) == _counts_from_reference(*counts, n), (trial, ftype, recs, raw)
+
+
+def _counts_from(p, n):
+    return sorted(p.items), sorted(p.warnings)
+
+
+def _counts_from_reference(missing, empty, notnum, badtype, sample, n):
+    """What _check_field reports for these counts (its reporting part, restated)."""
+    import healerd.core.validate as v
+
+    p = v._Problems()
+    name = "f"
+    where = f" ({{}} of {n} items)"
+    if missing == n:
+        p.add(errors.PARSE_ERROR, f"Missing field: {name}", name, critical=True)
+    elif missing + empty == n:
+        p.add(errors.PARSE_ERROR, f"Empty field: {name} (null in all {n} items)", name, critical=True)
+    elif badtype:
+        p.add(errors.SCHEMA_MISMATCH, f"Invalid type for {name}: {sample}" + where.format(badtype), name)
+    elif notnum and notnum + missing + empty == n:
+        p.add(errors.SCHEMA_MISMATCH, f"value-shape drift: {name} was numeric, now {sample!r}" + where.format(notnum),
+              name)
+    else:
+        bad = missing + empty + notnum
+        if bad:
+            detail = []
+            if missing + empty:
+                detail.append(f"{missing + empty} of {n} items null")
+            if notnum:
+                detail.append(f"{notnum} of {n} items not a number, e.g. {sample!r}")
+            text = "; ".join(detail)
+            if bad / n <= v.NULL_TOLERANCE:
+                p.warnings.append(f"{name}: {text} (tolerated)")
+            else:
+                kind = "Empty field" if not notnum else "Bad values in field"
+                p.add(errors.SCHEMA_MISMATCH, f"{kind}: {name} ({text})", name)
+    return sorted(p.items), sorted(p.warnings)

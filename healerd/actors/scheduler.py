@@ -226,11 +226,14 @@ class Scheduler(ServiceActor):
             self._dispatch(r, request_id, now, idle.pop(0))
         per_host = self.config.fetch.per_host_concurrency
         keep = []
-        for r in self.ready:
+        for pos, r in enumerate(self.ready):
+            if not idle:   # every scraper busy: the rest stays ready as it is
+                keep.extend(self.ready[pos:])
+                break
             if r["name"] in self.running:
                 continue   # dispatched meanwhile (healerctl run)
             host = r["host"]
-            if not idle or self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now \
+            if self.in_flight[host] >= per_host or self.next_allowed.get(host, 0.0) > now \
                     or (uses_browser(r["body"]) and len(self.browser_jobs) >= self.config.browser.max_pages):
                 # (a browser source beyond the browser's pages would hold a scraper waiting for one)
                 keep.append(r)

@@ -238,24 +238,38 @@ def _check_field(p: _Problems, name: str, spec, records: list, raw: Any, is_list
     n = len(records)
     missing = empty = notnum = badtype = 0
     sample = None
+    numeric = spec.type in ("int", "float")
     for i, rec in enumerate(records):
         if not isinstance(rec, dict) or name not in rec:
             missing += 1
             continue
         value = rec[name]
-        if value is not None and not isinstance(value, (str, int, float, bool)):
+        kind = type(value)
+        # The common exact types first, each with the verdict the general branch below gives it.
+        if kind is str:
+            if numeric and first_number(value) is None:
+                pass   # not a number: told apart from empty by its raw text below
+            else:
+                if not value.strip():
+                    empty += 1
+                continue
+        elif kind is int or kind is float:
+            if not (numeric and value != value):   # a NaN is not a number
+                continue
+        elif value is not None and not isinstance(value, (str, int, float, bool)):
             badtype += 1
             sample = sample or type(value).__name__
             continue
-        raw_value = _raw_for(raw, i, is_list, name, value)
-        if spec.type in ("int", "float") and not _is_number(value):
-            raw_text = raw_value if isinstance(raw_value, str) else (None if raw_value is None else str(raw_value))
-            if raw_text is not None and raw_text.strip():
-                notnum += 1
-                sample = sample if sample is not None else raw_text.strip()[:40]
-            else:
+        elif not (numeric and not _is_number(value)):
+            if _is_blank(value):
                 empty += 1
-        elif _is_blank(value):
+            continue
+        raw_value = _raw_for(raw, i, is_list, name, value)
+        raw_text = raw_value if isinstance(raw_value, str) else (None if raw_value is None else str(raw_value))
+        if raw_text is not None and raw_text.strip():
+            notnum += 1
+            sample = sample if sample is not None else raw_text.strip()[:40]
+        else:
             empty += 1
     where = f" ({{}} of {n} items)" if is_list else ""
     if missing == n:
