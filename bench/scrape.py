@@ -28,11 +28,14 @@ and the bare two-process loop on the same pages.
 Prints a table, then one JSON line with the figures. healerd's CPU seconds are its
 process's (user + system, all actor threads, also split by actor) plus its worker
 processes'; "CPU in the daemon's own process" is shown apart. Peak RSS is the daemon's
-ru_maxrss plus each worker's VmHWM. The page server runs in another process and is
+ru_maxrss plus each worker's VmHWM; since that counts the shared libraries once per
+process, a separate sampler process also reads the three processes' PSS (shared pages
+divided among the processes that map them) every 100 ms and reports the peak of their
+sum: the memory they take together. The page server runs in another process and is
 excluded (its CPU is shown apart). `--stages K` also times each step of one scrape
-(fetch, the worker's hash + parse + extract + compress, validate, persist in groups) one
-after another on one thread over K pages, with the actors' own functions: where a
-source's CPU goes. No assertions: the figures depend on the machine (and on what else
+(the worker's fetch, the worker's hash + bounds + parse + extract + compress, validate,
+persist in groups) one after another on one thread over K pages, with the actors' own
+functions: where a source's CPU goes. No assertions: the figures depend on the machine (and on what else
 runs on it).
 """
 
@@ -299,6 +302,37 @@ def process_peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def pss_sampler(pids: list[int], conn) -> None:
+    """A separate process: the peak, over the run, of the summed PSS of `pids` (sampled every 100 ms)."""
+    peak = 0.0
+    while not conn.poll(0.1):
+        total = 0.0
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as fh:
+                    total += next(int(line.split()[1]) for line in fh if line.startswith("Pss:")) / 1024
+            except (OSError, StopIteration):
+                pass
+        peak = max(peak, total)
+    conn.send(peak)
+
+
+def start_pss_sampler(pids: list[int]):
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=pss_sampler, args=(pids, child), daemon=True)
+    proc.start()
+    return proc, parent
+
+
+def stop_pss_sampler(sampler) -> float:
+    proc, conn = sampler
+    conn.send("stop")
+    peak = conn.recv()
+    proc.join(5)
+    return peak
+
+
 def thread_cpu() -> dict[str, float]:
     """CPU seconds (user + system) of each live thread of this process, summed by role."""
     import threading
@@ -356,6 +390,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         tick = config.daemon.tick
 
         worker_pids = daemon.workers.pids() if daemon.workers is not None else []
+        sampler = start_pss_sampler([os.getpid()] + worker_pids)
         workers0 = {pid: process_cpu(pid) for pid in worker_pids}
         by_thread0 = thread_cpu()
         server0 = process_cpu(server_pid) if server_pid else 0.0
@@ -379,6 +414,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         by_thread = thread_cpu()
         server_cpu = process_cpu(server_pid) - server0 if server_pid else 0.0
         kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak_pss_mb = stop_pss_sampler(sampler)   # after kids1: the sampler's own CPU is not healerd's
         peak_rss_mb = cpu1.ru_maxrss / 1024
         # The last outcome's commit time, as the StoreWriter stamped it.
         finished = reader.execute("SELECT max(max(coalesce(last_success_at, 0), coalesce(last_failure_at, 0))) "
@@ -412,7 +448,7 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         "sources_per_s": done / wall if wall > 0 else 0.0, "cpu_s_per_source": (cpu + workers_cpu) / max(done, 1),
         "own_cpu_s_per_source": cpu / max(done, 1), "workers": len(worker_pids), "workers_cpu_s": workers_cpu,
         "workers_peak_rss_mb": workers_rss, "daemon_peak_rss_mb": peak_rss_mb,
-        "peak_rss_mb": peak_rss_mb + sum(workers_rss), "rss_before_actors_mb": rss_before, "register_s": register_s,
+        "peak_rss_mb": peak_rss_mb + sum(workers_rss), "peak_pss_mb": peak_pss_mb, "rss_before_actors_mb": rss_before, "register_s": register_s,
         "cpu_by_thread": per_thread, "server_cpu_s": server_cpu, "second_cycle": again,
     }
 
@@ -466,7 +502,7 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.store.ledger import Ledger
 
     config = Config()
-    steps = ("fetch", "worker: hash+parse+extract+compress", "validate", "persist (groups of 16)")
+    steps = ("worker: fetch", "worker: hash+bounds+parse+extract+compress", "validate", "persist (groups of 16)")
     cpu = dict.fromkeys(steps, 0.0)
     with tempfile.TemporaryDirectory(prefix="healerd-bench-") as state:
         conn = open_db(os.path.join(state, "healerd.db"))
@@ -487,7 +523,7 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
         group = []
         for i, bp in enumerate(bps):
             url = base + page_path(i)
-            res = timed("fetch", fetcher.fetch, url)
+            res = timed(steps[0], fetcher.fetch, url)
             job = ScrapeJob(name=f"s{i:05d}", url=url, host="127.0.0.1", blueprint_json=bp.to_json(), version=1,
                             etag=None, last_modified=None)
             out = timed(steps[1], process_page, PageJob(res.body, res.encoding, job.blueprint_json), html=res.text)
@@ -745,6 +781,8 @@ def main() -> None:
           f"workers {' + '.join(f'{w:.1f}' for w in hd['workers_peak_rss_mb']) or '0'} MB; "
           f"{hd['rss_before_actors_mb']:.1f} MB "
           f"before the actors started; the page server's process is excluded)")
+    print(f"  peak PSS together   {hd['peak_pss_mb']:>10.1f} MB  (the same processes, shared library pages counted once; "
+          f"sampled every 100 ms)")
     print("  CPU by thread       " + ", ".join(f"{k} {v:.2f} s" for k, v in hd["cpu_by_thread"].items() if v >= 0.005))
     print(f"  (meanwhile the page server's process used {hd['server_cpu_s']:.2f} s of CPU; registering "
           f"{hd['sources']} sources, untimed, took {hd['register_s']:.2f} s)")
@@ -757,8 +795,8 @@ def main() -> None:
         print()
         print(f"one scrape step by step, on one thread, CPU per page (mean of {min(args.stages, args.sources)} pages):")
         for k, v in stages.items():
-            print(f"  {k:<38}{v:>8.2f} ms")
-        print(f"  {'total':<38}{sum(v for k, v in stages.items() if not k.startswith(' ')):>8.2f} ms")
+            print(f"  {k:<44}{v:>8.2f} ms")
+        print(f"  {'total':<44}{sum(v for k, v in stages.items() if not k.startswith(' ')):>8.2f} ms")
     ratio = None
     if sc is not None:
         print()
@@ -793,6 +831,7 @@ def main() -> None:
     print(json.dumps({
         "sources": args.sources, "scrapers": args.scrapers, "sources_per_s": round(hd["sources_per_s"], 1),
         "cpu_s_per_source": round(hd["cpu_s_per_source"], 5), "peak_rss_mb": round(hd["peak_rss_mb"], 1),
+        "peak_pss_mb": round(hd["peak_pss_mb"], 1),
         "wall_s": round(hd["wall_s"], 3), "ok": hd["ok"], "records_matching": hd["records_matching"],
         "scrapy_pages_per_s": round(sc["pages_per_s"], 1) if sc else None,
         "scrapy_pages_matching": sc["pages_matching"] if sc else None,
