@@ -96,3 +96,27 @@ def test_fix_attempts_24h_counts_the_last_day_since_an_unquarantine(tmp_path):
         sources.set_health(conn, "gamma", attempts_since=now - 2_000)   # an unquarantine in between
     assert counted() == (1, 1, 1)
     conn.close()
+
+
+def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_path):
+    """The status queries mask URLs through a per-connection table of URLs masked before: a URL
+    that changes afterwards (a permanent redirect, a person's update) must show its new value,
+    masked, not the old one nor the raw one."""
+    conn = _fleet(tmp_path)
+    assert {o["url"] for o in sources.status_all(conn)} == {"http://127.0.0.1:9/page"}
+    secret = "http://ann:hunter2pw@127.0.0.1:9/moved?api_key=abc123456"
+    with conn:
+        conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret,))
+    forms = [sources.status_all(conn), json.loads(sources.status_all_json(conn)),
+             [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in json.loads(sources.status_all_json(conn, True))]]
+    for form in forms:
+        beta = {o["name"]: o for o in form}["beta"]["url"]
+        assert beta == "http://***:***@127.0.0.1:9/moved?api_key=***"
+    assert "hunter2pw" not in json.dumps(forms) and "abc123456" not in json.dumps(forms)
+    for _ in range(3):   # many changes: the table of masked URLs stays bounded by the fleet it serves
+        with conn:
+            for i in range(1500):
+                conn.execute("UPDATE sources SET url = ? WHERE name = 'alpha'", (f"http://127.0.0.1:9/p{i}",))
+                sources.masked_urls(conn)
+    kept = conn.execute("SELECT count(*) FROM temp.masked_urls").fetchall()[0][0]
+    assert kept <= 2 * 4 + 1000 + 1

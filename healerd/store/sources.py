@@ -163,10 +163,34 @@ def _now(now: float | None) -> float:
     return time.time() if now is None else now
 
 
+def masked_urls(conn: apsw.Connection) -> None:
+    """Bring this connection's table of masked source URLs (`temp.masked_urls`) up to date.
+
+    Masking a URL is Python (healerd.core.sanitize); called from SQL for every source of a
+    fleet's status it needed the GIL 10,000 times per answer, and on a daemon busy scraping
+    each of those waits could last a thread switch. Only URLs not masked before are masked
+    here; the status queries join the table and mask in SQL only a URL that changed since."""
+    if not conn.execute("SELECT 1 FROM sqlite_temp_master WHERE name = 'masked_urls'").fetchall():
+        # In memory: the table holds the URLs as stored (credentials and all), never a temp file.
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("CREATE TEMP TABLE masked_urls (url TEXT PRIMARY KEY, masked TEXT NOT NULL)")
+    conn.execute("INSERT OR IGNORE INTO temp.masked_urls SELECT url, healerd_mask_url(url) FROM sources "
+                 "WHERE url NOT IN (SELECT url FROM temp.masked_urls)")
+    kept, live = conn.execute("SELECT (SELECT count(*) FROM temp.masked_urls), (SELECT count(*) FROM sources)") \
+        .fetchall()[0]
+    if kept > 2 * live + 1000:   # URLs changed or sources removed: forget the old ones
+        conn.execute("DELETE FROM temp.masked_urls WHERE url NOT IN (SELECT url FROM sources)")
+
+
+_MASKED_JOIN = "LEFT JOIN temp.masked_urls m ON m.url = s.url"
+
+
 def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
-    """All status objects, fast: one query, times formatted by SQLite, tuples zipped into dicts."""
+    """All status objects, fast: one query (URLs masked through `masked_urls`), times formatted by
+    SQLite, tuples zipped into dicts."""
+    masked_urls(conn)
     cur = conn.execute(f"SELECT {', '.join(_status_columns(json_values=False))} FROM sources s "
-                       "JOIN source_health h ON h.source_name = s.name ORDER BY s.name", (_now(now),))
+                       f"JOIN source_health h ON h.source_name = s.name {_MASKED_JOIN} ORDER BY s.name", (_now(now),))
     try:
         keys = STATUS_KEYS
         return [dict(zip(keys, (*r[:9], r[9] == 1, *r[10:]))) for r in cur]
@@ -179,7 +203,7 @@ def _status_columns(json_values: bool = True) -> tuple[str, ...]:
     JSON boolean for SQLite's JSON functions, else the stored 0/1."""
     iso = _ISO.format
     return (
-        "s.name", "healerd_mask_url(s.url)", "h.state", "s.current_version", iso(col="h.last_success_at"),
+        "s.name", "COALESCE(m.masked, healerd_mask_url(s.url))", "h.state", "s.current_version", iso(col="h.last_success_at"),
         iso(col="h.last_failure_at"), "h.failure_count", ATTEMPTS_24H_SQL, iso(col="h.quarantine_until"),
         "json(CASE WHEN s.paused THEN 'true' ELSE 'false' END)" if json_values else "s.paused",
         f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {iso(col='s.next_run_at')} END",
@@ -198,8 +222,9 @@ def status_all_json(conn: apsw.Connection, table: bool = False, now: float | Non
         item = f"json_array({', '.join(columns)})"
     else:
         item = "json_object(" + ", ".join(f"'{k}', {v}" for k, v in zip(STATUS_KEYS, columns, strict=True)) + ")"
+    masked_urls(conn)
     sql = (f"SELECT json_group_array({item}) FROM (SELECT * FROM sources ORDER BY name) s "
-           "JOIN source_health h ON h.source_name = s.name")
+           f"JOIN source_health h ON h.source_name = s.name {_MASKED_JOIN}")
     cur = conn.execute(sql, (_now(now),))
     try:
         for r in cur:
