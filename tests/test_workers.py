@@ -268,3 +268,24 @@ def test_a_scrape_whose_worker_died_under_it_is_tried_once_more_on_the_new_one(s
         p.close()
     assert len(server.seen("/slow")) == 2
     assert got[0].error is None and got[0].extraction.item_count == 6
+
+
+def test_a_scrape_over_its_own_deadline_is_not_tried_again(server):
+    """A page that overran the job deadline would only overrun it again: one try, one line."""
+    from healerd.actors.messages import ScrapeJob
+    from healerd.actors.registry import ActorRegistry
+    from healerd.actors.scraper import Scraper
+    from healerd.config import Config
+    from healerd.core import errors
+
+    server.route("/stuck", _slow(4.0, page(2)))
+    p = WorkerPool(1, deadline=1.0, threads=2)
+    scraper = Scraper(0, Config(), ActorRegistry(), None, p)
+    job = ScrapeJob(name="shop", url=server.url("/stuck"), host="127.0.0.1", blueprint_json=BP.to_json(), version=1,
+                    etag=None, last_modified=None)
+    try:
+        out = scraper.scrape(job)
+    finally:
+        p.close()
+    assert out.error_type == errors.PARSE_ERROR and "took longer than 1s" in out.error
+    assert len(server.seen("/stuck")) == 1

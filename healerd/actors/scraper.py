@@ -149,6 +149,9 @@ class Scraper(ServiceActor):
             except WorkerError as first:
                 if self.workers.closed:
                     raise
+                if not first.died_under:   # this page overran its own deadline: no second try
+                    return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
+                                         error_type=errors.PARSE_ERROR, error=f"the parser failed on this page: {first}")
                 log.warning("scrape of %s: %s; trying once more", job.name, first)
                 try:
                     out = self.workers.run(work)

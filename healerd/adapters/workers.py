@@ -123,7 +123,15 @@ def _blueprint(body: str):
 
 
 class WorkerError(Exception):
-    """A job a worker could not answer (it died or overran its deadline); the pool has replaced it."""
+    """A job a worker could not answer (it died or overran its deadline); the pool has replaced it.
+
+    `died_under` is True when the worker died with the job in hand: another job's page may
+    have been what killed it, so the job is worth one more try; False when this job itself
+    overran its deadline (or the pool is stopped)."""
+
+    def __init__(self, message: str, died_under: bool = False):
+        super().__init__(message)
+        self.died_under = died_under
 
 
 @dataclass(frozen=True)
@@ -263,12 +271,13 @@ def _worker_env() -> dict[str, str]:
 
 class _Slot:
     """One job in flight: its caller waits on `done`."""
-    __slots__ = ("done", "answer", "error")
+    __slots__ = ("done", "answer", "error", "overran")
 
     def __init__(self):
         self.done = threading.Event()
         self.answer = None
         self.error: str | None = None
+        self.overran = False
 
 
 class _Worker:
@@ -381,11 +390,12 @@ class WorkerPool:
         except (OSError, ValueError):
             self._kill(w)       # a worker whose pipe refuses a job is dead: its reader fails the slot
         if not slot.done.wait(self.deadline):
+            slot.overran = True
             slot.error = f"this page took longer than {self.deadline:g}s in the worker: the worker was stopped"
             self._kill(w)
             slot.done.wait(5.0)
         if slot.error is not None:
-            raise WorkerError(slot.error)
+            raise WorkerError(slot.error, died_under=not slot.overran)
         return slot.answer
 
     def _take(self, ident: int, slot: _Slot) -> _Worker:
