@@ -109,6 +109,12 @@ def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_pat
         conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret,))
     forms = [sources.status_all(conn), json.loads(sources.status_all_json(conn)),
              [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in json.loads(sources.status_all_json(conn, True))]]
+    with conn:   # changed again, and asked for without a refresh of the table: masked in the query
+        conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret + "&v=2",))
+    stale = json.loads(sources.status_all_json(conn, refresh_masked=False))
+    assert {o["name"]: o for o in stale}["beta"]["url"] == "http://***:***@127.0.0.1:9/moved?api_key=***&v=2"
+    with conn:
+        conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret,))
     for form in forms:
         beta = {o["name"]: o for o in form}["beta"]["url"]
         assert beta == "http://***:***@127.0.0.1:9/moved?api_key=***"
