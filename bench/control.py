@@ -39,13 +39,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import multiprocessing
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -84,11 +84,22 @@ class _Page(BaseHTTPRequestHandler):
         pass
 
 
-def serve_page() -> ThreadingHTTPServer:
-    """The page the busy sources scrape, on 127.0.0.1 at a port the system picks."""
+def _page_server(conn) -> None:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+    conn.send(httpd.server_address[1])
+    httpd.serve_forever()
+
+
+def serve_page():
+    """The page the busy sources scrape, on 127.0.0.1 at a port the system picks: served by a
+    process of its own, so that answering a thousand sources a second does not compete for the
+    GIL of this process, which times the status requests (and decodes their answers).
+    Returns (the process, its port)."""
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_page_server, args=(child,), daemon=True)
+    proc.start()
+    return proc, parent.recv()
 
 
 def build_state(state_dir: Path, n: int, mode: str, busy: int = 0, busy_url: str = "") -> float:
@@ -270,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if min(args.sources, args.requests, args.processes, args.busy) < 1:
         ap.error("--sources, --busy, --requests and --processes must be at least 1")
-    httpd = serve_page()
-    busy_url = f"http://127.0.0.1:{httpd.server_address[1]}/item"
+    page_server, port = serve_page()
+    busy_url = f"http://127.0.0.1:{port}/item"
 
     with tempfile.TemporaryDirectory(prefix="healerd-bench-ctl-") as tmp:
         tmpd = Path(tmp)
@@ -316,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 busy = client.call(sock, "status", {})["summary"]
                 load_after = os.getloadavg()
             finally:
-                httpd.shutdown()
+                page_server.terminate()
                 proc.terminate()
                 try:
                     proc.wait(20)

@@ -98,6 +98,17 @@ def test_fix_attempts_24h_counts_the_last_day_since_an_unquarantine(tmp_path):
     conn.close()
 
 
+def test_status_without_a_refresh_of_masked_urls_works_on_a_fresh_connection(tmp_path):
+    from healerd.store.db import connect
+
+    conn = _fleet(tmp_path)
+    fresh = connect(str(tmp_path / "healerd.db"), readonly=True)
+    fleet = json.loads(sources.status_all_json(fresh, table=True, refresh_masked=False))
+    assert [r[1] for r in fleet] == ["http://127.0.0.1:9/page"] * 4
+    fresh.close()
+    conn.close()
+
+
 def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_path):
     """The status queries mask URLs through a per-connection table of URLs masked before: a URL
     that changes afterwards (a permanent redirect, a person's update) must show its new value,

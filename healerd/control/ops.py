@@ -136,8 +136,8 @@ class ControlOps:
         halt_v = json.loads(halt["value"]) if halt else None
         # The table of masked URLs is brought up to date every MASKED_URLS_REFRESH_S at most (it
         # costs ~3 ms at 10k sources); a URL new since is masked in the query itself meanwhile.
-        last = getattr(self._local, "masked_at", 0.0)
-        refresh = time.monotonic() - last >= MASKED_URLS_REFRESH_S
+        last = getattr(self._local, "masked_at", None)
+        refresh = last is None or time.monotonic() - last >= MASKED_URLS_REFRESH_S
         if refresh:
             self._local.masked_at = time.monotonic()
         fleet = RawJSON(sources.status_all_json(self.conn, table=table, refresh_masked=refresh))

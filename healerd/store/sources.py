@@ -163,17 +163,20 @@ def _now(now: float | None) -> float:
     return time.time() if now is None else now
 
 
-def masked_urls(conn: apsw.Connection) -> None:
+def masked_urls(conn: apsw.Connection, refresh: bool = True) -> None:
     """Bring this connection's table of masked source URLs (`temp.masked_urls`) up to date.
 
     Masking a URL is Python (healerd.core.sanitize); called from SQL for every source of a
     fleet's status it needed the GIL 10,000 times per answer, and on a daemon busy scraping
     each of those waits could last a thread switch. Only URLs not masked before are masked
-    here; the status queries join the table and mask in SQL only a URL that changed since."""
+    here; the status queries join the table and mask in SQL only a URL that changed since.
+    Without `refresh`, the table is only made to exist (empty the first time)."""
     if not conn.execute("SELECT 1 FROM sqlite_temp_master WHERE name = 'masked_urls'").fetchall():
         # In memory: the table holds the URLs as stored (credentials and all), never a temp file.
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("CREATE TEMP TABLE masked_urls (url TEXT PRIMARY KEY, masked TEXT NOT NULL)")
+    if not refresh:
+        return
     conn.execute("INSERT OR IGNORE INTO temp.masked_urls SELECT url, healerd_mask_url(url) FROM sources "
                  "WHERE url NOT IN (SELECT url FROM temp.masked_urls)")
     kept, live = conn.execute("SELECT (SELECT count(*) FROM temp.masked_urls), (SELECT count(*) FROM sources)") \
@@ -225,8 +228,7 @@ def status_all_json(conn: apsw.Connection, table: bool = False, now: float | Non
         item = f"json_array({', '.join(columns)})"
     else:
         item = "json_object(" + ", ".join(f"'{k}', {v}" for k, v in zip(STATUS_KEYS, columns, strict=True)) + ")"
-    if refresh_masked:
-        masked_urls(conn)
+    masked_urls(conn, refresh=refresh_masked)
     sql = (f"SELECT json_group_array({item}) FROM (SELECT * FROM sources ORDER BY name) s "
            f"JOIN source_health h ON h.source_name = s.name {_MASKED_JOIN}")
     cur = conn.execute(sql, (_now(now),))
