@@ -95,18 +95,24 @@ def last_diff(conn: apsw.Connection, name: str) -> dict | None:
 
 
 def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
-    """Fix success rate (promoted / attempts that spent budget) and median recovery time (first failure -> promoted)."""
+    """Fix success rate (promoted / attempts that spent budget) and median recovery time (first failure -> promoted).
+
+    Counted in SQL: the fleet's status asks for this on every answer, and the history only grows."""
     where, params = "", []
     if name:
         where, params = "WHERE source_name = ?", [name]
-    got = rows(conn, f"SELECT outcome, created_at, failure_started_at FROM fix_history {where}", params)
-    attempts = [r for r in got if r["outcome"] in COUNTED_OUTCOMES]
-    promoted = [r for r in got if r["outcome"] == "promoted"]
-    recov = [r["created_at"] - r["failure_started_at"] for r in promoted if r["failure_started_at"]]
+    counted = ", ".join(repr(o) for o in COUNTED_OUTCOMES)
+    attempts, promoted = conn.execute(
+        f"SELECT count(*) FILTER (WHERE outcome IN ({counted})), count(*) FILTER (WHERE outcome = 'promoted') "
+        f"FROM fix_history {where}", params).fetchall()[0]
+    recov = [r[0] for r in conn.execute(
+        f"SELECT created_at - failure_started_at FROM fix_history {where} {'AND' if where else 'WHERE'} "
+        "outcome = 'promoted' AND failure_started_at", params)]
     return {
-        "fix_attempts": len(attempts),
-        "fixes_promoted": len(promoted),
-        "fix_success_rate": round(len(promoted) / len(attempts), 3) if attempts else None,
+        "fix_attempts": attempts,
+        "fixes_promoted": promoted,
+        "fix_success_rate": round(promoted / attempts, 3) if attempts else None,
         "median_recovery_s": round(statistics.median(recov), 3) if recov else None,
     }
+
 
