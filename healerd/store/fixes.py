@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from typing import cast
 
 import apsw
 
@@ -102,9 +103,10 @@ def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
     if name:
         where, params = "WHERE source_name = ?", [name]
     counted = ", ".join(repr(o) for o in COUNTED_OUTCOMES)
-    attempts, promoted = conn.execute(
+    counts = conn.execute(
         f"SELECT count(*) FILTER (WHERE outcome IN ({counted})), count(*) FILTER (WHERE outcome = 'promoted') "
         f"FROM fix_history {where}", params).fetchall()[0]
+    attempts, promoted = cast(int, counts[0]), cast(int, counts[1])   # count(*) is an integer
     recov = [r[0] for r in conn.execute(
         f"SELECT created_at - failure_started_at FROM fix_history {where} {'AND' if where else 'WHERE'} "
         "outcome = 'promoted' AND failure_started_at", params)]
