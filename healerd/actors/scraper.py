@@ -144,22 +144,10 @@ class Scraper(ServiceActor):
             assert self.fetcher is not None
             out = fetch_and_process(work, self.fetcher)
         else:
-            try:
-                out = self.workers.run(work)
-            except WorkerError as first:
-                if self.workers.closed:
-                    raise
-                if not first.died_under:   # this page overran its own deadline: no second try
-                    return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
-                                         error_type=errors.PARSE_ERROR, error=f"the parser failed on this page: {first}")
-                log.warning("scrape of %s: %s; trying once more", job.name, first)
-                try:
-                    out = self.workers.run(work)
-                except WorkerError as exc:
-                    if self.workers.closed:
-                        raise
-                    return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
-                                         error_type=errors.PARSE_ERROR, error=f"the parser failed on this page: {exc}")
+            out = self._on_worker(work, job.name)
+            if isinstance(out, str):
+                return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
+                                     error_type=errors.PARSE_ERROR, error=out)
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=out.status, html=out.text,
                              not_modified=out.not_modified, etag=out.etag, last_modified=out.last_modified,
                              permanent_redirect=out.permanent_redirect, error_type=out.error_type, error=out.error,
@@ -168,6 +156,22 @@ class Scraper(ServiceActor):
             self._take_result(page, out.page)
         page.finished_at = time.time()
         return page
+
+    def _on_worker(self, work: FetchJob | PageJob, name: str):
+        """The pool's answer to `work`, or the failure line (a str) when there is none. A job whose
+        worker died under it is tried once more (another job's page may have killed it); one
+        that overran its own deadline is not. WorkerError only when the pool is stopped."""
+        assert self.workers is not None
+        for attempt in (1, 2):
+            try:
+                return self.workers.run(work)
+            except WorkerError as exc:
+                if self.workers.closed:
+                    raise
+                if attempt == 2 or not exc.died_under:
+                    return f"the parser failed on this page: {exc}"
+                log.warning("scrape of %s: %s; trying once more", name, exc)
+        raise AssertionError("unreachable")
 
     def _take_result(self, page: ExtractedPage, out: PageResult) -> None:
         page.page_sha = out.page_sha
@@ -190,13 +194,10 @@ class Scraper(ServiceActor):
         if self.workers is None:
             out = process_page(work, html=res.text)
         else:
-            try:
-                out = self.workers.run(work)
-            except WorkerError as exc:
-                if self.workers.closed:
-                    raise
+            out = self._on_worker(work, job.name)
+            if isinstance(out, str):
                 page.page_sha = hashlib.sha256(res.body).hexdigest()
                 page.error_type = errors.PARSE_ERROR
-                page.error = f"the parser failed on this page: {exc}"
+                page.error = out
                 return
         self._take_result(page, out)

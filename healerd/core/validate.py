@@ -234,8 +234,9 @@ class _Problems:
         return None
 
 
-def _check_field(p: _Problems, name: str, spec, records: list, raw: Any, is_list: bool) -> None:
-    n = len(records)
+def field_counts(name: str, spec, records: list, raw: Any, is_list: bool) -> tuple[int, int, int, int, str | None]:
+    """(missing, empty, not a number, bad type, a sample of the first bad value) of field `name`
+    over `records`: what the field check judges it by."""
     missing = empty = notnum = badtype = 0
     sample = None
     numeric = spec.type in ("int", "float")
@@ -271,6 +272,12 @@ def _check_field(p: _Problems, name: str, spec, records: list, raw: Any, is_list
             sample = sample if sample is not None else raw_text.strip()[:40]
         else:
             empty += 1
+    return missing, empty, notnum, badtype, sample
+
+
+def _check_field(p: _Problems, name: str, spec, records: list, raw: Any, is_list: bool) -> None:
+    n = len(records)
+    missing, empty, notnum, badtype, sample = field_counts(name, spec, records, raw, is_list)
     where = f" ({{}} of {n} items)" if is_list else ""
     if missing == n:
         p.add(errors.PARSE_ERROR, f"Missing field: {name}", name, critical=True)
