@@ -53,7 +53,7 @@ import struct
 import time
 from typing import Any
 
-from healerd.core.errors import HealerdError
+from healerd.core.errors import CodedError
 
 HEADER = struct.Struct(">I")
 MAX_REQUEST = 1_048_576          # what the server accepts
@@ -75,17 +75,11 @@ ERROR_CODES = (
 )
 
 
-class ControlError(HealerdError):
+class ControlError(CodedError):
     """An error answered over the control socket (the uniform error shape)."""
 
-    def __init__(self, code: str, message: str, details: dict | None = None):
-        self.code = code
-        self.message = message
-        self.details = dict(details or {})
-        super().__init__(message)
-
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "details": self.details}
+        return self.error_body()
 
     @classmethod
     def from_dict(cls, err: Any) -> ControlError:

@@ -16,6 +16,19 @@ class Refusal(HealerdError):
     """An expected refusal of a request: reported in one line, never logged as a crash."""
 
 
+class CodedError(HealerdError):
+    """An error a client is answered with in the uniform shape: a code, a message, details."""
+
+    def __init__(self, code: str, message: str, details: dict | None = None):
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+        super().__init__(message)
+
+    def error_body(self) -> dict:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
 HTTP_ERROR = "HTTP_ERROR"          # 4xx/5xx, redirect loop
 PARSE_ERROR = "PARSE_ERROR"        # selectors match nothing / required fields null
 SCHEMA_MISMATCH = "SCHEMA_MISMATCH"  # data shape changed: types, item count, value shape

@@ -36,7 +36,7 @@ from typing import Any
 import apsw
 
 from healerd.core.blueprint import Blueprint, BlueprintError, check_selector
-from healerd.core.errors import Refusal
+from healerd.core.errors import CodedError, Refusal
 from healerd.core.sanitize import find_secrets, mask_mapping, mask_text
 from healerd.core.timeutil import iso
 from healerd.store.db import row, rows, scalar
@@ -59,17 +59,11 @@ W_TEMPLATE = 0.10
 W_ERROR = 0.05
 
 
-class FixMemoryError(Refusal):
+class FixMemoryError(Refusal, CodedError):
     """A fix-memory request that cannot be served; `to_dict()` is the uniform error shape."""
 
-    def __init__(self, code: str, message: str, details: dict | None = None):
-        self.code = code
-        self.message = message
-        self.details = dict(details or {})
-        super().__init__(message)
-
     def to_dict(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+        return {"error": self.error_body()}
 
 
 @dataclass
