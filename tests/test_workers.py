@@ -289,3 +289,23 @@ def test_a_scrape_over_its_own_deadline_is_not_tried_again(server):
         p.close()
     assert out.error_type == errors.PARSE_ERROR and "took longer than 1s" in out.error
     assert len(server.seen("/stuck")) == 1
+
+
+def test_a_caller_waiting_for_a_free_thread_gets_it_as_soon_as_a_job_ends(monkeypatch):
+    """With every worker thread busy a caller waits; the end of a job must wake it (not only a
+    periodic re-check, made a minute long here)."""
+    import healerd.adapters.workers as workers
+
+    monkeypatch.setattr(workers, "_IDLE_POLL_S", 60.0)
+    p = WorkerPool(1, deadline=30.0, threads=1)
+    got: list = []
+    try:
+        callers = [threading.Thread(target=lambda: got.append(
+            p.run(PageJob(body=page(5), encoding="utf-8", blueprint_json=BP.to_json())))) for _ in range(3)]
+        for t in callers:
+            t.start()
+        for t in callers:
+            t.join(20)
+        assert [r.extraction.item_count for r in got] == [5, 5, 5]
+    finally:
+        p.close()

@@ -385,15 +385,19 @@ class WorkerPool:
         ident = next(self._ids)
         w = self._take(ident, slot)
         try:
-            with w.send_lock:
-                w.jobs.send((ident, job))
-        except (OSError, ValueError):
-            self._kill(w)       # a worker whose pipe refuses a job is dead: its reader fails the slot
-        if not slot.done.wait(self.deadline):
-            slot.overran = True
-            slot.error = f"this page took longer than {self.deadline:g}s in the worker: the worker was stopped"
-            self._kill(w)
-            slot.done.wait(5.0)
+            try:
+                with w.send_lock:
+                    w.jobs.send((ident, job))
+            except (OSError, ValueError):
+                self._kill(w)       # a worker whose pipe refuses a job is dead: its reader fails the slot
+            if not slot.done.wait(self.deadline):
+                slot.overran = True
+                slot.error = f"this page took longer than {self.deadline:g}s in the worker: the worker was stopped"
+                self._kill(w)
+                slot.done.wait(5.0)
+        finally:
+            with self._cond:   # its thread is free again: a caller waiting in _take may have it
+                self._cond.notify()
         if slot.error is not None:
             raise WorkerError(slot.error, died_under=not slot.overran)
         return slot.answer
