@@ -19,21 +19,21 @@ from functools import lru_cache
 from healerd.actors.base import ServiceActor, fetch_config, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.registry import ActorRegistry
-from healerd.adapters.fetch import FetchError
 from healerd.adapters.robots import RobotsPolicy
 from healerd.adapters.workers import (
     FetchJob,
+    FetchOutcome,
     PageJob,
     PageResult,
     WorkerError,
     WorkerPool,
     fetch_and_process,
+    fetch_answer,
     process_page,
 )
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, from_json
-from healerd.core.classify import not_html_reason
 from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 
 log = logging.getLogger("healerd.scraper")
@@ -101,21 +101,11 @@ class Scraper(ServiceActor):
                                      error="robots.txt disallows this URL (set [fetch] respect_robots = false to override)")
         if not bp.parser and bp.fetch != "browser":
             return self._fetch_and_extract(job, bp, started)
-        try:
-            res = self.fetcher.fetch(job.url, headers=bp.headers or None, cookies=bp.cookies or None,
-                                     etag=job.etag, last_modified=job.last_modified, via=bp.fetch,
-                                     wait_for=bp.wait_for)
-        except FetchError as exc:
-            return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=exc.status,
-                                 error_type=exc.error_type, error=exc.message, retry_after=exc.retry_after,
-                                 dns_failure=exc.error_type == errors.NETWORK and "DNS" in exc.message)
-        if res.not_modified:
-            return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
-                                 not_modified=True, etag=res.etag, last_modified=res.last_modified)
-        binary = not_html_reason(res.body, res.headers.get("content-type"))
-        if binary:
-            return ExtractedPage(job=job, started_at=started, finished_at=time.time(), status=res.status,
-                                 error_type=errors.NOT_HTML, error=binary)
+        assert self.fetcher is not None
+        res = fetch_answer(self.fetcher, job.url, headers=bp.headers, cookies=bp.cookies, etag=job.etag,
+                           last_modified=job.last_modified, via=bp.fetch, wait_for=bp.wait_for)
+        if isinstance(res, FetchOutcome):   # no page: the fetch's error, a 304, or not HTML
+            return self._page_of(job, started, res)
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=res.status, html=res.text,
                              etag=res.etag, last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
         if not bp.parser:
@@ -148,6 +138,10 @@ class Scraper(ServiceActor):
             if isinstance(out, str):
                 return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
                                      error_type=errors.PARSE_ERROR, error=out)
+        return self._page_of(job, started, out)
+
+    def _page_of(self, job: ScrapeJob, started: float, out: FetchOutcome) -> ExtractedPage:
+        """The ExtractedPage of a fetch's outcome (and of the page's processing, when it has one)."""
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=out.status, html=out.text,
                              not_modified=out.not_modified, etag=out.etag, last_modified=out.last_modified,
                              permanent_redirect=out.permanent_redirect, error_type=out.error_type, error=out.error,

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
 
-from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
+from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, FetchResult
 from healerd.core.extract import Extraction, PageLimits
 from healerd.core.pagecodec import compress_page
 
@@ -173,14 +173,18 @@ class FetchOutcome:
 _PARSING = threading.Lock()
 
 
-def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
-    """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page."""
+def fetch_answer(fetcher: Fetcher, url: str, *, headers: dict | None = None, cookies: dict | None = None,
+                 etag: str | None = None, last_modified: str | None = None, via: str = "http",
+                 wait_for: str | None = None) -> FetchOutcome | FetchResult:
+    """Fetch `url`: the page (a FetchResult) when one arrived, else the FetchOutcome that ends the
+    scrape there (the fetch's error class and line, a 304, or an answer that is not a page).
+    Never raises for a bad fetch."""
     from healerd.core import errors
     from healerd.core.classify import not_html_reason
 
     try:
-        res = fetcher.fetch(job.url, headers=job.headers or None, cookies=job.cookies or None,
-                            etag=job.etag, last_modified=job.last_modified)
+        res = fetcher.fetch(url, headers=headers or None, cookies=cookies or None, etag=etag,
+                            last_modified=last_modified, via=via, wait_for=wait_for)
     except FetchError as exc:
         return FetchOutcome(status=exc.status, error_type=exc.error_type, error=exc.message,
                             retry_after=exc.retry_after,
@@ -190,6 +194,15 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
     binary = not_html_reason(res.body, res.headers.get("content-type"))
     if binary:
         return FetchOutcome(status=res.status, error_type=errors.NOT_HTML, error=binary)
+    return res
+
+
+def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
+    """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page."""
+    res = fetch_answer(fetcher, job.url, headers=job.headers, cookies=job.cookies, etag=job.etag,
+                       last_modified=job.last_modified)
+    if isinstance(res, FetchOutcome):
+        return res
     with _PARSING:
         page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
                                     good_sha=job.good_sha, limits=job.limits), html=res.text)

@@ -2,7 +2,7 @@
 worker process (started by `healerd.adapters.workers.WorkerPool`).
 
 httpx imports its command-line tool's libraries (click, rich, pygments) whenever they happen to be
-installed; a worker never uses them, and they cost ~10 MB of memory in every worker, so they
+installed; a worker never uses them, and they cost ~5 MB of memory in every worker, so they
 are kept out before anything imports httpx.
 
 A worker runs at a lower CPU priority than the daemon (nice +WORKER_NICENESS): when both
