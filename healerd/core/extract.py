@@ -33,7 +33,6 @@ NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")
 MAX_ELEMENTS = 250_000
 MAX_DEPTH = 256
 MAX_ITEMS = 10_000
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
 # Elements that never nest: void elements, and those whose end tag a page may leave out
 # (a following sibling closes them), which would otherwise count as ever deeper nesting.
 _FLAT = frozenset({
@@ -77,9 +76,10 @@ def _alternation(words: list[str]) -> str:
 # One match per start or end tag whose name is not flat, on the ASCII-lowercased UTF-8 bytes of
 # the page; the group is b"" (a start tag, +1) or b"/" (an end tag, -1). Flat tags do not match
 # (the lookahead), so the C engine skips them; a match ends inside the name, which holds no "<",
-# so the next one starts where `_TAG`'s next one would. Bytes: non-ASCII characters are bytes >= 0x80
-# there, and bytes.lower() folds only A-Z, so no character lowercases into a tag that `_TAG`
-# on the text would not have matched (str.lower() maps the Kelvin sign to "k").
+# so the next one starts where the next tag as written does. A tag as written is "<" or "</"
+# then an ASCII letter, its name ASCII letters and digits. Bytes: non-ASCII characters are
+# bytes >= 0x80 there, and bytes.lower() folds only A-Z, so no character lowercases into a tag
+# the text does not hold (str.lower() maps the Kelvin sign to "k").
 _NONFLAT_TAG = re.compile(
     rb"<(/?)(?!(?:" + _alternation(sorted(_FLAT)).encode() + rb")(?![a-z0-9]))[a-z]")
 _NONFLAT_STEP = {b"": 1, b"/": -1}
@@ -87,7 +87,8 @@ _NONFLAT_STEP = {b"": 1, b"/": -1}
 
 def nesting_depth(html: str) -> int:
     """The deepest nesting of `html`'s tags as written: the highest running sum (from 0) of +1
-    per start tag and -1 per end tag (`_TAG`), flat elements (`_FLAT`) counting 0. At C speed:
+    per start tag and -1 per end tag ("<name" / "</name", the name ASCII letters and digits
+    starting with a letter), flat elements (`_FLAT`) counting 0. At C speed:
     the regex engine finds the tags, map/accumulate/max add up the steps, no Python per tag."""
     tags = _NONFLAT_TAG.findall(html.encode("utf-8", "surrogatepass").lower())
     return max(accumulate(map(_NONFLAT_STEP.__getitem__, tags), initial=0))
