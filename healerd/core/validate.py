@@ -246,22 +246,23 @@ def field_counts(name: str, spec, records: list, raw: Any, is_list: bool) -> tup
             continue
         value = rec[name]
         kind = type(value)
-        # The common exact types first, each with the verdict the general branch below gives it.
+        # The common exact types first, each with the verdict the general branch gives it.
+        # A value that is a number where one is wanted (or any value where none is) is counted
+        # here and the loop goes on; one that should be a number and is not falls through, to
+        # be told apart from an empty one by its raw text.
         if kind is str:
-            if numeric and first_number(value) is None:
-                pass   # not a number: told apart from empty by its raw text below
-            else:
+            if not numeric or first_number(value) is not None:
                 if not value.strip():
                     empty += 1
                 continue
         elif kind is int or kind is float:
-            if not (numeric and value != value):   # a NaN is not a number
+            if not numeric or value == value:   # a NaN is not a number
                 continue
         elif value is not None and not isinstance(value, (str, int, float, bool)):
             badtype += 1
             sample = sample or type(value).__name__
             continue
-        elif not (numeric and not _is_number(value)):
+        elif not numeric or _is_number(value):
             if _is_blank(value):
                 empty += 1
             continue
