@@ -246,3 +246,49 @@ CREATE TABLE IF NOT EXISTS daemon_state (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+
+-- Sources whose row of the fleet's status may have changed, each with the newest
+-- `rev` (increasing): a status answer re-reads only the sources noted since the rev
+-- it last saw (healerd/store/status_rows.py). Kept by the triggers below, in the
+-- same transaction as the change; one row per source name. The UPDATE OF lists are
+-- the columns the status row shows: a column added to it must be added here too.
+CREATE TABLE IF NOT EXISTS status_changes (
+    source_name TEXT PRIMARY KEY,
+    rev         INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS status_changes_by_rev ON status_changes(rev);
+CREATE TRIGGER IF NOT EXISTS status_source_added AFTER INSERT ON sources BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (NEW.name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_source_changed AFTER UPDATE OF name, url, paused, next_run_at, current_version ON sources BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (NEW.name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_source_removed AFTER DELETE ON sources BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (OLD.name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_health_added AFTER INSERT ON source_health BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_health_changed AFTER UPDATE OF source_name, state, last_success_at, last_failure_at,
+        failure_count, quarantine_until, last_error, attempts_since ON source_health BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_fix_added AFTER INSERT ON fix_history BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_fix_changed AFTER UPDATE OF source_name, outcome, created_at ON fix_history BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_changes (source_name, rev) VALUES (OLD.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_fix_removed AFTER DELETE ON fix_history BEGIN
+    INSERT INTO status_changes (source_name, rev) VALUES (OLD.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;

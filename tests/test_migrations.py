@@ -53,7 +53,7 @@ def v1_db(tmp_path):
 def test_new_database_gets_the_schema_and_its_version(tmp_path):
     conn = open_db(tmp_path / "sub" / "healerd.db")
     try:
-        assert user_version(conn) == migrations.SCHEMA_VERSION == 2
+        assert user_version(conn) == migrations.SCHEMA_VERSION == 3
         tables = {r["name"] for r in rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"sources", "source_health", "source_events", "task_queue", "parser_versions"} <= tables
         assert scalar(conn, "PRAGMA journal_mode") == "wal"
@@ -270,7 +270,7 @@ def test_version_1_gains_production_verdicts(tmp_path):
         conn.close()
     conn = open_db(path)
     try:
-        assert user_version(conn) == 2
+        assert user_version(conn) == migrations.SCHEMA_VERSION
         assert {"production_verdict", "verdict_at"} <= set(columns(conn, "fix_history"))
         assert {"probation_scrapes", "promoted_by", "production_verdict"} <= set(columns(conn, "parser_versions"))
         assert rows(conn, "SELECT outcome, production_verdict, verdict_at FROM fix_history ORDER BY fix_id") == [

@@ -13,6 +13,7 @@ import json
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import lifecycle, sources
 from healerd.store.db import open_db
+from healerd.store.status_rows import StatusRows
 
 
 def _fleet(tmp_path):
@@ -98,12 +99,12 @@ def test_fix_attempts_24h_counts_the_last_day_since_an_unquarantine(tmp_path):
     conn.close()
 
 
-def test_status_without_a_refresh_of_masked_urls_works_on_a_fresh_connection(tmp_path):
+def test_status_works_on_a_fresh_read_only_connection(tmp_path):
     from healerd.store.db import connect
 
     conn = _fleet(tmp_path)
     fresh = connect(str(tmp_path / "healerd.db"), readonly=True)
-    fleet = json.loads(sources.status_all_json(fresh, table=True, refresh_masked=False))
+    fleet = json.loads(StatusRows(table=True).json(fresh))
     assert [r[1] for r in fleet] == ["http://127.0.0.1:9/page"] * 4
     fresh.close()
     conn.close()
@@ -114,15 +115,17 @@ def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_pat
     that changes afterwards (a permanent redirect, a person's update) must show its new value,
     masked, not the old one nor the raw one."""
     conn = _fleet(tmp_path)
+    kept = StatusRows()
     assert {o["url"] for o in sources.status_all(conn)} == {"http://127.0.0.1:9/page"}
+    assert {o["url"] for o in json.loads(kept.json(conn))} == {"http://127.0.0.1:9/page"}
     secret = "http://ann:hunter2pw@127.0.0.1:9/moved?api_key=abc123456"
     with conn:
         conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret,))
     forms = [sources.status_all(conn), json.loads(sources.status_all_json(conn)),
              [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in json.loads(sources.status_all_json(conn, True))]]
-    with conn:   # changed again, and asked for without a refresh of the table: masked in the query
+    with conn:   # changed again, and re-read by a kept StatusRows (no refresh of the table): masked in the query
         conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret + "&v=2",))
-    stale = json.loads(sources.status_all_json(conn, refresh_masked=False))
+    stale = json.loads(kept.json(conn))
     assert {o["name"]: o for o in stale}["beta"]["url"] == "http://***:***@127.0.0.1:9/moved?api_key=***&v=2"
     with conn:
         conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret,))
@@ -135,5 +138,5 @@ def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_pat
             for i in range(1500):
                 conn.execute("UPDATE sources SET url = ? WHERE name = 'alpha'", (f"http://127.0.0.1:9/p{i}",))
                 sources.masked_urls(conn)
-    kept = conn.execute("SELECT count(*) FROM temp.masked_urls").fetchall()[0][0]
-    assert kept <= 2 * 4 + 1000 + 1
+    masked = conn.execute("SELECT count(*) FROM temp.masked_urls").fetchall()[0][0]
+    assert masked <= 2 * 4 + 1000 + 1

@@ -16,7 +16,7 @@ import apsw
 
 from healerd.core.errors import HealerdError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _columns(conn: apsw.Connection, table: str) -> set[str]:
@@ -44,9 +44,14 @@ def _v1_to_v2(conn: apsw.Connection) -> None:
                  "WHERE outcome = 'promoted' AND production_verdict IS NULL")
 
 
+def _v2_to_v3(conn: apsw.Connection) -> None:
+    """The status_changes table and its triggers come with the schema. It starts empty: a status
+    reader reads every row the first time and only the sources noted since after that."""
+
+
 # STEPS[n]: from version n to n+1. Version 0 is an empty database (the schema
 # creates everything).
-STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2}
+STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class SchemaTooNew(RuntimeError, HealerdError):
