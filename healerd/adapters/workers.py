@@ -22,6 +22,7 @@ itself dies, each worker's pipe closes and the worker exits.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import itertools
 import logging
@@ -282,6 +283,22 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
+# An answer carries a page's records and compressed snapshot (~25-150 KB). With the default
+# 64 KB pipe the worker's write and the reader's read take several turns each, and every turn
+# waits for the daemon's GIL; a pipe that holds a whole answer takes one.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe behind `fd` hold PIPE_BYTES (or as much as the system allows; Linux only)."""
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:   # above /proc/sys/fs/pipe-max-size for an unprivileged user: keep the default
+        pass
+
+
 class _Slot:
     """One job in flight: its caller waits on `done`."""
     __slots__ = ("done", "answer", "error", "overran")
@@ -306,6 +323,7 @@ class _Worker:
         self.dead = False
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
+        _widen(res_r)
         try:
             self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.adapters.workers_main", str(job_r),
                                           str(res_w), str(threads)],
