@@ -257,38 +257,36 @@ CREATE TABLE IF NOT EXISTS status_changes (
     rev         INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS status_changes_by_rev ON status_changes(rev);
-CREATE TRIGGER IF NOT EXISTS status_source_added AFTER INSERT ON sources BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (NEW.name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
+-- Noting a source: one upsert, shared by the triggers (SQLite has no procedures).
+CREATE VIEW IF NOT EXISTS status_note AS SELECT source_name FROM status_changes;
+CREATE TRIGGER IF NOT EXISTS status_note_upsert INSTEAD OF INSERT ON status_note BEGIN
+    INSERT INTO status_changes (source_name, rev)
+        VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
         ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+END;
+CREATE TRIGGER IF NOT EXISTS status_source_added AFTER INSERT ON sources BEGIN
+    INSERT INTO status_note (source_name) VALUES (NEW.name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_source_changed AFTER UPDATE OF name, url, paused, next_run_at, current_version ON sources BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (NEW.name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (NEW.name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_source_removed AFTER DELETE ON sources BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (OLD.name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (OLD.name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_health_added AFTER INSERT ON source_health BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (NEW.source_name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_health_changed AFTER UPDATE OF source_name, state, last_success_at, last_failure_at,
         failure_count, quarantine_until, last_error, attempts_since ON source_health BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (NEW.source_name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_fix_added AFTER INSERT ON fix_history BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (NEW.source_name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_fix_changed AFTER UPDATE OF source_name, outcome, created_at ON fix_history BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (NEW.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
-    INSERT INTO status_changes (source_name, rev) VALUES (OLD.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (NEW.source_name);
+    INSERT INTO status_note (source_name) VALUES (OLD.source_name);
 END;
 CREATE TRIGGER IF NOT EXISTS status_fix_removed AFTER DELETE ON fix_history BEGIN
-    INSERT INTO status_changes (source_name, rev) VALUES (OLD.source_name, (SELECT COALESCE(max(rev), 0) + 1 FROM status_changes))
-        ON CONFLICT (source_name) DO UPDATE SET rev = excluded.rev;
+    INSERT INTO status_note (source_name) VALUES (OLD.source_name);
 END;

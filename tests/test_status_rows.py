@@ -148,6 +148,7 @@ def test_a_version_2_database_gains_the_change_notes_in_place(tmp_path):
     with conn:   # back to what version 2 had
         for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
             conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP VIEW status_note")
         conn.execute("DROP TABLE status_changes")
         conn.execute("PRAGMA user_version = 2")
     conn.close()
