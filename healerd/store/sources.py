@@ -126,17 +126,6 @@ ATTEMPTS_24H_SQL = (
     "AND f.created_at > max(?1 - 86400.0, COALESCE(h.attempts_since, 0)) "
     f"AND f.outcome IN ({', '.join(repr(o) for o in COUNTED_OUTCOMES)}))"
 )
-STATUS_SQL = (
-    "SELECT s.name, healerd_mask_url(s.url) AS url, h.state, s.current_version AS version, "
-    f"{_ISO.format(col='h.last_success_at')} AS last_success_at, "
-    f"{_ISO.format(col='h.last_failure_at')} AS last_failure_at, "
-    f"h.failure_count, {ATTEMPTS_24H_SQL} AS fix_attempts_24h, "
-    f"{_ISO.format(col='h.quarantine_until')} AS quarantine_until, s.paused, "
-    f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {_ISO.format(col='s.next_run_at')} END "
-    "AS next_run_at, h.last_error, "
-    "h.last_error_type, h.flagged_for_review, h.consecutive_failures, h.success_count "
-    "FROM sources s JOIN source_health h ON h.source_name = s.name"
-)
 STATUS_KEYS = ("name", "url", "state", "version", "last_success_at", "last_failure_at", "failure_count",
                 "fix_attempts_24h", "quarantine_until", "paused", "next_run_at", "last_error")
 
@@ -192,7 +181,7 @@ def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
     """All status objects, fast: one query (URLs masked through `masked_urls`), times formatted by
     SQLite, tuples zipped into dicts."""
     masked_urls(conn)
-    cur = conn.execute(f"SELECT {', '.join(_status_columns(json_values=False))} FROM sources s "
+    cur = conn.execute(f"SELECT {', '.join(_status_columns())} FROM sources s "
                        f"JOIN source_health h ON h.source_name = s.name {_MASKED_JOIN} ORDER BY s.name", (_now(now),))
     try:
         keys = STATUS_KEYS
@@ -201,17 +190,26 @@ def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
         cur.close()
 
 
-def _status_columns(json_values: bool = True) -> tuple[str, ...]:
-    """SQL for each value of STATUS_KEYS, in order (times as ISO text); with `json_values`, paused is a
-    JSON boolean for SQLite's JSON functions, else the stored 0/1."""
+def _status_columns(url: str = "COALESCE(m.masked, healerd_mask_url(s.url))") -> tuple[str, ...]:
+    """SQL for each value of STATUS_KEYS, in order (times as ISO text, paused the stored 0/1), over
+    `sources s JOIN source_health h`; `url` masks the source's URL (by default through the
+    table of `masked_urls`, joined as `m`)."""
     iso = _ISO.format
     return (
-        "s.name", "COALESCE(m.masked, healerd_mask_url(s.url))", "h.state", "s.current_version", iso(col="h.last_success_at"),
-        iso(col="h.last_failure_at"), "h.failure_count", ATTEMPTS_24H_SQL, iso(col="h.quarantine_until"),
-        "json(CASE WHEN s.paused THEN 'true' ELSE 'false' END)" if json_values else "s.paused",
+        "s.name", url, "h.state", "s.current_version", iso(col="h.last_success_at"),
+        iso(col="h.last_failure_at"), "h.failure_count", ATTEMPTS_24H_SQL, iso(col="h.quarantine_until"), "s.paused",
         f"CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN {iso(col='s.next_run_at')} END",
         "h.last_error",
     )
+
+
+# One source's status (status_one): the fleet's columns under their keys, and a few more.
+STATUS_SQL = (
+    "SELECT " + ", ".join(f"{c} AS {k}" for k, c in zip(STATUS_KEYS, _status_columns("healerd_mask_url(s.url)"),
+                                                        strict=True))
+    + ", h.last_error_type, h.flagged_for_review, h.consecutive_failures, h.success_count "
+    "FROM sources s JOIN source_health h ON h.source_name = s.name"
+)
 
 
 def status_all_json(conn: apsw.Connection, table: bool = False, now: float | None = None) -> str:

@@ -30,7 +30,7 @@ _PAUSED = STATUS_KEYS.index("paused")
 
 def _row_sql(table: bool, where: str) -> str:
     """(name, the row as JSON text, its fix_attempts_24h) for each source matching `where`."""
-    columns = list(_status_columns(json_values=False))
+    columns = _status_columns()
     inner = ", ".join(f"{c} AS c{i}" for i, c in enumerate(columns))
     values = [f"c{i}" for i in range(len(columns))]
     values[_PAUSED] = f"json(CASE WHEN c{_PAUSED} THEN 'true' ELSE 'false' END)"
@@ -47,7 +47,6 @@ class StatusRows:
     objects), for one connection. `json(conn)` is the fleet's array, sorted by name."""
 
     def __init__(self, table: bool = False):
-        self.table = table
         self._all = _row_sql(table, "")
         self._some = _row_sql(table, "WHERE s.name IN (SELECT value FROM json_each(?2))")
         self.rows: dict[str, str] | None = None
