@@ -354,6 +354,9 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
                 server_pid: int | None = None, workers: int | None = None, cycles: int = 1) -> dict:
     import logging
 
+    from healerd.adapters.lean_process import import_httpx
+
+    import_httpx()   # as `healerd run` does, before the daemon's modules import it
     from healerd.actors.messages import Ping, Tick
     from healerd.config import from_dict as config_from_dict
     from healerd.core.blueprint import from_dict as blueprint_from_dict

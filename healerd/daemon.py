@@ -145,6 +145,9 @@ class Daemon:
         return recovered
 
     def start_actors(self) -> None:
+        from healerd.adapters.lean_process import limit_malloc_arenas
+
+        limit_malloc_arenas()   # before the actors' threads start
         from healerd.adapters.browser import BrowserPool
         from healerd.adapters.fetch import Fetcher
         from healerd.adapters.robots import RobotsPolicy

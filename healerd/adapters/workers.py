@@ -274,15 +274,6 @@ def _serve(jobs: Connection, results: Connection, threads: int) -> None:
         t.join()
 
 
-def _worker_env() -> dict[str, str]:
-    """The daemon's environment, with glibc's malloc kept to two arenas: each thread of a worker
-    would otherwise get its own, and pages parsed by turns on four threads leave four sets of
-    freed trees behind (a worker's peak RSS measured 52 MB with per-thread arenas)."""
-    env = dict(os.environ)
-    env.setdefault("MALLOC_ARENA_MAX", "2")
-    return env
-
-
 # An answer carries a page's records and compressed snapshot (~25-150 KB). With the default
 # 64 KB pipe the worker's write and the reader's read take several turns each, and every turn
 # waits for the daemon's GIL; a pipe that holds a whole answer takes one.
@@ -327,8 +318,7 @@ class _Worker:
         try:
             self.proc = subprocess.Popen([sys.executable, "-P", "-m", "healerd.adapters.workers_main", str(job_r),
                                           str(res_w), str(threads)],
-                                         pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, close_fds=True,
-                                         env=_worker_env())
+                                         pass_fds=(job_r, res_w), stdin=subprocess.DEVNULL, close_fds=True)
         except BaseException:
             for fd in (job_r, job_w, res_r, res_w):
                 os.close(fd)

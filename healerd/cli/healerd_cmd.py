@@ -34,6 +34,9 @@ def run(config_path, state_dir, socket_path, log_dir):
     SIGHUP (or `healerctl reload` for the sources directory) reloads the
     configuration and the sources directory.
     """
+    from healerd.adapters.lean_process import import_httpx
+
+    import_httpx()   # first: without its command-line tool's libraries
     from healerd import logsetup
     from healerd.config import ConfigError, load
     from healerd.daemon import Daemon, StateDirInUse, resolve_paths
