@@ -2,7 +2,7 @@
 worker process (started by `healerd.adapters.workers.WorkerPool`).
 
 Before anything else, the worker keeps glibc's malloc to one arena and imports httpx without its
-command-line tool's libraries (`healerd.adapters.lean_process`: ~7 MB less per worker).
+command-line tool's libraries (`healerd.adapters.lean_process`, which gives the figures).
 
 A worker runs at a lower CPU priority than the daemon (nice +WORKER_NICENESS): when both
 want the machine's cores, the daemon's own work — scheduling, validating and committing

@@ -173,7 +173,7 @@ def _field_values(records: Any, name: str) -> list:
 
 
 def _dominant_shape(values: list) -> str | None:
-    return _dominant([value_shape(v) for v in values if not _is_blank(v)])
+    return _dominant(_column_shapes(values)[1])
 
 
 def _dominant(shapes: list[str]) -> str | None:
@@ -181,6 +181,8 @@ def _dominant(shapes: list[str]) -> str | None:
     for the most), or None."""
     if not shapes:
         return None
+    if shapes.count(shapes[0]) == len(shapes):   # the usual case, counted at C speed
+        return shapes[0]
     counts: dict[str, int] = {}
     for shape in shapes:
         counts[shape] = counts.get(shape, 0) + 1
@@ -202,7 +204,7 @@ def last_good_sample(last_good: Any) -> list[dict] | Any:
         values, shapes = _column_shapes([r.get(name) for r in recs])
         if not values:
             continue
-        shape = shapes[0] if shapes.count(shapes[0]) == len(shapes) else _dominant(shapes)
+        shape = _dominant(shapes)
         if shape is not None:
             out[0][name] = values[shapes.index(shape)]
         else:

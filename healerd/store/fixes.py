@@ -116,5 +116,3 @@ def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
         "fix_success_rate": round(promoted / attempts, 3) if attempts else None,
         "median_recovery_s": round(statistics.median(recov), 3) if recov else None,
     }
-
-
