@@ -248,6 +248,10 @@ def test_a_failed_promotion_leaves_no_staging_version_behind(tmp_path, site):
     cards = "".join(f'<div class="card"><h3>Widget {i}</h3><span class="cost">{i}.50</span></div>' for i in range(5))
     site.page("/shop", f"<html><body>{cards}</body></html>")
     path = tmp_path / "healerd.db"
+    # The database exists before the actors start, as the daemon's prepare_database makes it:
+    # two actors opening a new file at once both try to turn on WAL, and SQLite can refuse one
+    # of them without waiting (SQLITE_BUSY), which stopped the StoreWriter in one CI run.
+    open_db(path).close()
     cfg, reg = Config(), ActorRegistry()
     reg.set("writer", StoreWriter.start(str(path), cfg, reg, Waiters()))
     reg.set("deployer", Deployer.start(str(path), cfg, reg))
