@@ -388,6 +388,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
         daemon.start_actors()
         for ref in list(daemon.registry.roles().values()) + daemon.registry.scrapers():
             ref.ask(Ping(), timeout=10)   # every actor is up, its connection and client open
+        if daemon.workers is not None:   # and every worker has started, as `healerd run` waits before "ready"
+            daemon.workers.wait_ready(30)
         reader = connect(daemon.db_path, readonly=True)
         done_sql = "SELECT count(*) FROM source_health WHERE success_count + failure_count > 0"
         tick = config.daemon.tick

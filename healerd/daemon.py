@@ -83,6 +83,7 @@ def lock_state_dir(state_dir: str | os.PathLike) -> int:
 
 SHUTDOWN_BUDGET_S = 8.0      # from the stop signal to the actors stopped (the bound is 10 s)
 FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writer to finish what they hold
+WORKERS_READY_S = 30.0       # "ready" waits this long at most for the extraction workers to start
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
 EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting cannot help (RestartPreventExitStatus=78)
@@ -428,6 +429,11 @@ class Daemon:
             self.stop_actors(2.0)
             self.stop_workers()
             return 1
+        # Ready means scraping at full speed: the workers have imported the parser and the fetcher.
+        # The socket already answers meanwhile; scrapes due now would only wait for them.
+        if self.workers is not None and not self.workers.wait_ready(WORKERS_READY_S):
+            log.warning("the extraction workers have not started within %gs; scrapes wait for them",
+                        WORKERS_READY_S)
         notify("READY=1")
         notify(f"STATUS=healerd {__version__} serving {self.socket_path}")
         log.info("healerd %s ready: state %s, socket %s, %d scrapers", __version__, self.state_dir,

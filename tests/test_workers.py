@@ -114,6 +114,25 @@ def test_a_worker_that_died_while_idle_is_replaced_before_use(pool):
     assert out.extraction.item_count == 4 and pool.pids() != [victim]
 
 
+def test_wait_ready_waits_for_every_worker_to_start_and_for_a_replacement_too():
+    p = WorkerPool(2, deadline=30.0)
+    try:
+        assert not p.wait_ready(0)   # a fresh interpreter takes tenths of a second to import
+        assert p.wait_ready(30)
+        victim = p.pids()[0]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.time() + 10
+        while victim in p.pids() and time.time() < deadline:
+            time.sleep(0.01)
+        assert victim not in p.pids()
+        assert p.wait_ready(30)
+        assert [w.ready.is_set() for w in p._workers] == [True, True]
+        out = p.run(PageJob(body=page(3), encoding="utf-8", blueprint_json=BP.to_json()))
+        assert out.extraction.item_count == 3
+    finally:
+        p.close()
+
+
 def test_a_stopped_pool_ends_its_workers_and_refuses_jobs():
     p = WorkerPool(2, deadline=30.0)
     pids = p.pids()

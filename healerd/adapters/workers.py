@@ -38,8 +38,12 @@ from functools import lru_cache
 from multiprocessing.connection import Connection
 
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, FetchResult
-from healerd.core.extract import Extraction, PageLimits
+from healerd.core import errors
+from healerd.core.blueprint import from_json
+from healerd.core.classify import not_html_reason
+from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
 from healerd.core.pagecodec import compress_page
+from healerd.core.validate import last_good_sample
 
 log = logging.getLogger("healerd.workers")
 
@@ -96,8 +100,6 @@ def decode(body: bytes, encoding: str) -> str:
 
 def process_page(job: PageJob, html: str | None = None) -> PageResult:
     """Hash, extract and (when changed) compress one page. Never raises for a bad page."""
-    from healerd.core.extract import PageTooLarge, check_page, extract
-
     sha = hashlib.sha256(job.body).hexdigest()
     text = html if html is not None else decode(job.body, job.encoding)
     snapshot = None
@@ -110,16 +112,12 @@ def process_page(job: PageJob, html: str | None = None) -> PageResult:
         return PageResult(page_sha=sha, error=str(exc), too_large=True)
     except Exception as exc:
         return PageResult(page_sha=sha, error=str(getattr(exc, "reason", None) or exc), snapshot_z=snapshot)
-    from healerd.core.validate import last_good_sample
-
     return PageResult(page_sha=sha, extraction=extraction, snapshot_z=snapshot,
                       shape_sample=last_good_sample(extraction.data))
 
 
 @lru_cache(maxsize=1024)
 def _blueprint(body: str):
-    from healerd.core.blueprint import from_json
-
     return from_json(body)
 
 
@@ -180,9 +178,6 @@ def fetch_answer(fetcher: Fetcher, url: str, *, headers: dict | None = None, coo
     """Fetch `url`: the page (a FetchResult) when one arrived, else the FetchOutcome that ends the
     scrape there (the fetch's error class and line, a 304, or an answer that is not a page).
     Never raises for a bad fetch."""
-    from healerd.core import errors
-    from healerd.core.classify import not_html_reason
-
     try:
         res = fetcher.fetch(url, headers=headers or None, cookies=cookies or None, etag=etag,
                             last_modified=last_modified, via=via, wait_for=wait_for)
@@ -227,15 +222,18 @@ def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
     except Exception as exc:   # both catch the page's and the fetch's errors; this is a bug
         line = f"internal error in the worker: {type(exc).__name__}: {exc}"
         if isinstance(job, FetchJob):
-            from healerd.core import errors
-
             return FetchOutcome(error_type=errors.PARSE_ERROR, error=line)
         return PageResult(page_sha="", error=line)
 
 
+# The id of the one answer no job asked for: a worker sends (READY, None) once it has started.
+READY = 0
+
+
 def _serve(jobs: Connection, results: Connection, threads: int) -> None:
     """A worker process: `threads` threads answer the (id, job) pairs read from `jobs` with
-    (id, answer) pairs on `results`, until the pipe closes or a None arrives."""
+    (id, answer) pairs on `results`, until the pipe closes or a None arrives. Before the first
+    job, (READY, None) says the worker has imported what a job needs and is listening."""
     todo: queue.Queue = queue.Queue()
     send_lock = threading.Lock()
 
@@ -260,6 +258,11 @@ def _serve(jobs: Connection, results: Connection, threads: int) -> None:
     pool = [threading.Thread(target=work, name=f"worker-{i}", daemon=True) for i in range(max(1, threads))]
     for t in pool:
         t.start()
+    try:   # imported and started: what the pool's wait_ready waits for
+        with send_lock:
+            results.send((READY, None))
+    except (OSError, ValueError):
+        return
     while True:
         try:
             item = jobs.recv()
@@ -312,6 +315,7 @@ class _Worker:
         self.inflight: dict[int, _Slot] = {}
         self.send_lock = threading.Lock()
         self.dead = False
+        self.ready = threading.Event()   # the worker said READY
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         _widen(res_r)
@@ -341,6 +345,9 @@ class _Worker:
                 ident, answer = self.results.recv()
             except (EOFError, OSError, ValueError, TypeError):
                 break
+            if ident == READY:
+                self.ready.set()
+                continue
             slot = self.inflight.pop(ident, None)
             if slot is not None:
                 slot.answer = answer
@@ -387,7 +394,7 @@ class WorkerPool:
         self._cond = threading.Condition()
         self._workers: list[_Worker] = []
         self._closed = False
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(READY + 1)
         for i in range(size):
             self._workers.append(_Worker(i, self.threads, self._exited))
 
@@ -398,6 +405,21 @@ class WorkerPool:
     def pids(self) -> list[int]:
         with self._cond:
             return [w.pid for w in self._workers]
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait, up to `timeout` seconds, until every worker has started (a fresh interpreter
+        importing the parser, the fetcher and the compressor takes a few tenths of a second).
+        True when all are ready; jobs sent before then just wait for their worker."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._cond:
+                pending = [w for w in self._workers if not w.ready.is_set()]
+            if not pending:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            pending[0].ready.wait(min(left, _IDLE_POLL_S))   # a worker replaced meanwhile is looked at again
 
     def run(self, job: PageJob | FetchJob):
         """The worker's answer to `job` (PageResult for a PageJob, FetchOutcome for a FetchJob);
