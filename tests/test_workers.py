@@ -175,7 +175,14 @@ def test_a_fetching_worker_gives_what_fetching_in_process_gives(server):
         p.close()
     assert remote == local
     assert remote.status == 200 and remote.etag == '"v1"' and remote.error_type is None
-    assert remote.text == page(12).decode() and remote.page.extraction.item_count == 12
+    assert remote.page.extraction.item_count == 12
+    # A changed page comes back once, compressed for its snapshot; an unchanged one as text.
+    assert remote.text is None and decompress_page(remote.page.snapshot_z) == page(12).decode()
+    same = FetchJob(url=job.url, blueprint_json=job.blueprint_json, fetch=job.fetch,
+                    good_sha=remote.page.page_sha)
+    with Fetcher(job.fetch) as f:
+        again = fetch_and_process(same, f)
+    assert again.page.snapshot_z is None and again.text == page(12).decode()
 
 
 def test_a_fetching_worker_reports_the_fetch_error_class_and_the_not_html_answer(server):
@@ -328,3 +335,18 @@ def test_a_caller_waiting_for_a_free_thread_gets_it_as_soon_as_a_job_ends(monkey
         assert [r.extraction.item_count for r in got] == [5, 5, 5]
     finally:
         p.close()
+
+
+def test_the_worker_is_sent_only_the_extraction_part_of_a_blueprint():
+    from healerd.core.blueprint import from_json
+
+    a = from_dict(dict(BP.to_dict(), url="http://shop.example/a", every="5m",
+                       headers={"Authorization": "Bearer s3cret"}, cookies={"sid": "c00kie"}))
+    b = from_dict(dict(BP.to_dict(), url="http://other.example/b", every="2h"))
+    assert a.extraction_json == b.extraction_json   # one parsed blueprint in the worker for both
+    assert "s3cret" not in a.extraction_json and "c00kie" not in a.extraction_json
+    assert "shop.example" not in a.extraction_json
+    other = from_dict(dict(BP.to_dict(), items=["li.p", "li.q"]))
+    assert other.extraction_json != BP.extraction_json
+    html = page(5).decode()
+    assert extract(html, from_json(a.extraction_json)) == extract(html, a)

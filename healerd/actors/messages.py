@@ -48,6 +48,15 @@ class ExtractedPage:
     snapshot_z: bytes | None = None   # the page for its snapshot, compressed off the actors' threads (when changed)
     shape_sample: Any = None          # validate.last_good_sample of the extraction, computed with it
 
+    def page_text(self) -> str | None:
+        """The page's text: `html`, or when a worker sent the page only compressed, `snapshot_z`
+        decompressed (once). Only a page that fails validation is read again."""
+        if self.html is None and self.snapshot_z is not None:
+            from healerd.core.pagecodec import decompress_page
+
+            self.html = decompress_page(self.snapshot_z)
+        return self.html
+
 
 @dataclass(frozen=True)
 class ScraperFree:

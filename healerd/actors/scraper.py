@@ -109,7 +109,7 @@ class Scraper(ServiceActor):
         page = ExtractedPage(job=job, started_at=started, finished_at=0.0, status=res.status, html=res.text,
                              etag=res.etag, last_modified=res.last_modified, permanent_redirect=res.permanent_redirect)
         if not bp.parser:
-            self._extract(page, job, res)
+            self._extract(page, job, bp, res)
             page.finished_at = time.time()
             return page
         page.page_sha = hashlib.sha256(res.body).hexdigest()
@@ -127,7 +127,7 @@ class Scraper(ServiceActor):
     def _fetch_and_extract(self, job: ScrapeJob, bp: Blueprint, started: float) -> ExtractedPage:
         """A selector blueprint over HTTP: fetch, hash, extract and compress in a worker process
         (or here with none). A job whose worker died under it is tried once more on another."""
-        work = FetchJob(url=job.url, blueprint_json=job.blueprint_json, fetch=fetch_config(self.config),
+        work = FetchJob(url=job.url, blueprint_json=bp.extraction_json, fetch=fetch_config(self.config),
                         headers=bp.headers or None, cookies=bp.cookies or None, etag=job.etag,
                         last_modified=job.last_modified, good_sha=job.good_sha, limits=page_limits(self.config))
         if self.workers is None:
@@ -180,10 +180,10 @@ class Scraper(ServiceActor):
         else:
             page.extraction = out.extraction
 
-    def _extract(self, page: ExtractedPage, job: ScrapeJob, res) -> None:
+    def _extract(self, page: ExtractedPage, job: ScrapeJob, bp: Blueprint, res) -> None:
         """A selector blueprint on a rendered page: hash, extract and compress in a worker process
         (or here with none)."""
-        work = PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json, good_sha=job.good_sha,
+        work = PageJob(body=res.body, encoding=res.encoding, blueprint_json=bp.extraction_json, good_sha=job.good_sha,
                        limits=page_limits(self.config))
         if self.workers is None:
             out = process_page(work, html=res.text)

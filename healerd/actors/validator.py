@@ -45,7 +45,7 @@ def judge(page: ExtractedPage, recent_counts: list[int], last_good) -> ScrapeOut
     if page.not_modified:
         return ScrapeOutcome(ok=True, not_modified=True, **base)
     bp = cached_blueprint(job.blueprint_json)
-    result = validate(page.extraction, bp, recent_counts=recent_counts, last_good=last_good, html=page.html,
+    result = validate(page.extraction, bp, recent_counts=recent_counts, last_good=last_good, html=page.page_text,
                       status=page.status or 200)
     data = page.extraction.data
     if result.passed:
@@ -93,12 +93,13 @@ class Validator(ServiceActor):
             return None
         prev = probation.version_row(self.conn, job.name, prev_version)
         status = page.status or 200
-        previous = trial(prev_version, cached_blueprint(prev["body"]), page.html, run=run_parser_on,
+        html = page.page_text()
+        previous = trial(prev_version, cached_blueprint(prev["body"]), html, run=run_parser_on,
                          recent_counts=counts,
                          last_good=last_good, status=status)
         if not previous.passed:
             return None
-        production = trial(job.version, cached_blueprint(job.blueprint_json), page.html, run=run_parser_on,
+        production = trial(job.version, cached_blueprint(job.blueprint_json), html, run=run_parser_on,
                            extraction=page.extraction,
                            recent_counts=counts, last_good=last_good, status=status)
         alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
@@ -106,7 +107,7 @@ class Validator(ServiceActor):
         own = ProofPage(f"the page version {job.version} passed on", stored["html"], stored["records"]) \
             if stored and stored["records"] is not None else None
         plan = plan_before_heal(error_type=outcome.error_type, production=production, previous=previous,
-                                html=page.html, status=status, production_page=own, alternating=alternating,
+                                html=html, status=status, production_page=own, alternating=alternating,
                                 recent_counts=counts)
         if plan.action == HEAL:
             return None
@@ -125,7 +126,7 @@ class Validator(ServiceActor):
         try:
             counts, last_good = self._history(job.name)
             outcome = judge(page, counts, last_good)
-            if not outcome.ok and outcome.error_type in errors.HEALABLE_BY_SELECTORS and page.html is not None:
+            if not outcome.ok and outcome.error_type in errors.HEALABLE_BY_SELECTORS and page.page_text() is not None:
                 try:
                     outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
                 except Exception:   # no plan: the failure goes to the Doctor as it would have

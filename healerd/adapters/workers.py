@@ -74,7 +74,7 @@ class PageJob:
     """A fetched page for extraction: what crosses to a worker."""
     body: bytes
     encoding: str                  # the charset the fetch decoded it with
-    blueprint_json: str            # a selector blueprint
+    blueprint_json: str            # a selector blueprint: its extraction part (Blueprint.extraction_json) will do
     good_sha: str | None = None    # the last good snapshot's hash: the page is compressed only when it differs
     limits: PageLimits = PageLimits()   # the page's work bounds ([fetch] max_items, max_elements, max_depth)
 
@@ -139,7 +139,7 @@ class FetchJob:
     that fetches as well. Everything the fetch needs travels with the job, so a worker keeps
     no source's state between jobs and a reloaded configuration applies to the next job."""
     url: str
-    blueprint_json: str                 # a selector blueprint
+    blueprint_json: str                 # a selector blueprint: its extraction part (Blueprint.extraction_json) will do
     fetch: FetchConfig = FetchConfig()
     headers: dict | None = None         # the blueprint's headers and cookies (sent to its own origin only)
     cookies: dict | None = None
@@ -152,9 +152,11 @@ class FetchJob:
 @dataclass(frozen=True)
 class FetchOutcome:
     """What a fetching worker sends back: the fetch's answer (or its error class and one line),
-    and when a page arrived, its text and `process_page`'s result."""
+    and when a page arrived, `process_page`'s result and the page's text unless that result
+    holds it compressed (`snapshot_z`): a page that passes validation is not needed again, so
+    the daemon decompresses one only when it is (ExtractedPage.page_text)."""
     status: int | None = None
-    text: str | None = None             # the page as decoded (for validation, trials, the Doctor)
+    text: str | None = None             # the page as decoded, when page.snapshot_z does not hold it
     not_modified: bool = False
     etag: str | None = None
     last_modified: str | None = None
@@ -202,7 +204,8 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
     with _PARSING:
         page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
                                     good_sha=job.good_sha, limits=job.limits), html=res.text)
-    return FetchOutcome(status=res.status, text=res.text, etag=res.etag, last_modified=res.last_modified,
+    return FetchOutcome(status=res.status, text=res.text if page.snapshot_z is None else None,
+                        etag=res.etag, last_modified=res.last_modified,
                         permanent_redirect=res.permanent_redirect, page=page)
 
 

@@ -28,6 +28,7 @@ import json
 import tomllib
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -123,6 +124,14 @@ class Blueprint:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @cached_property
+    def extraction_json(self) -> str:
+        """The blueprint with only what extraction reads (`items`, `fields`, `parser`), as JSON:
+        what an extraction worker is sent. Sources that share their selectors share it, whatever
+        their URL, schedule, headers or cookies, so a worker parses it once for all of them."""
+        return replace(self, url=None, every=DEFAULT_EVERY, headers={}, cookies={}, fetch="http",
+                       wait_for=None).to_json()
 
     def with_fields(self, fields: dict[str, FieldSpec], items: Any = ...,
                     items_fallbacks: Any = ...) -> Blueprint:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -350,9 +351,10 @@ def gave_expected_records(p: _Problems, records: list, is_list: bool, band: tupl
 
 
 def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: list[int] | None = None,
-             last_good: dict | list | None = None, html: str | None = None, status: int = 200,
-             headers: dict | None = None) -> ValidationResult:
-    """Judge one extraction against its blueprint and the source's recent history."""
+             last_good: dict | list | None = None, html: str | Callable[[], str | None] | None = None,
+             status: int = 200, headers: dict | None = None) -> ValidationResult:
+    """Judge one extraction against its blueprint and the source's recent history. `html` is
+    the page's text, or a function that gives it: called only when the page must be scanned."""
     p = _Problems()
     records, is_list = _records(extraction.data)
     item_count = len(records) if is_list else extraction.item_count
@@ -391,7 +393,8 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
         # The page scan costs about as much as the extraction; a page that gave the records
         # expected of it is not a challenge or a login wall, so only the status and headers
         # are looked at there (the scan stays for pages that fail, look empty, or are single records).
-        page = "" if gave_expected_records(p, records, is_list, band, status) else (html or "")
+        page = "" if gave_expected_records(p, records, is_list, band, status) else \
+            ((html() if callable(html) else html) or "")
         reason, strong = block_strength(page, status, headers)
         if reason and (strong or p.items):
             p.items.insert(0, (errors.BLOCKED, f"Blocked: {reason}", None))
