@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
@@ -185,19 +186,34 @@ def item_nodes(tree: LexborHTMLParser, selectors: tuple[str, ...]) -> list[Lexbo
     return []
 
 
-def _record(root: LexborNode | LexborHTMLParser, fields: dict[str, FieldSpec]) -> tuple[dict, dict]:
+@lru_cache(maxsize=1024)
+def _plan(fields: tuple[FieldSpec, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, int, str | None, str], ...]]:
+    """How a record is built from `fields`: (each distinct selector list, looked up once per record
+    however many fields read it (a link's text and its href); per field in order (name, index of
+    its lookup or -1 without `css`, attr, type))."""
+    lookups: list[tuple[str, ...]] = []
+    columns = []
+    for spec in fields:
+        sels = spec.selectors
+        if not sels:
+            columns.append((spec.name, -1, spec.attr, spec.type))
+            continue
+        if sels not in lookups:
+            lookups.append(sels)
+        columns.append((spec.name, lookups.index(sels), spec.attr, spec.type))
+    return tuple(lookups), tuple(columns)
+
+
+def _record(root: LexborNode | LexborHTMLParser, plan) -> tuple[dict, dict]:
+    lookups, columns = plan
+    nodes = [root.css_first(sels[0]) if len(sels) == 1 else first_node(root, sels) for sels in lookups]
     data: dict[str, Any] = {}
     raw: dict[str, str | None] = {}
-    found: dict[tuple[str, ...], LexborNode | None] = {}   # fields on the same selectors (text and href) share one lookup
-    for name, spec in fields.items():
-        if spec.css:
-            sels = spec.selectors
-            node = found[sels] if sels in found else found.setdefault(sels, first_node(root, sels))
-            value = node_value(node, spec.attr)
-        else:
-            value = None
+    for name, at, attr, ftype in columns:
+        node = nodes[at] if at >= 0 else None
+        value = node_value(node, attr)
         raw[name] = value
-        data[name] = coerce(value, spec.type)
+        data[name] = value if ftype == "str" else coerce(value, ftype)
     return data, raw
 
 
@@ -212,14 +228,15 @@ def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint, max_item
         if max_items is not None and len(nodes) > max_items:
             raise PageTooLarge(f"the items selector matched {len(nodes)} items, more than max_items "
                                f"({max_items})")
+        plan = _plan(tuple(blueprint.fields.values()))
         data_list, raw_list = [], []
         for item in nodes:
-            d, r = _record(item, blueprint.fields)
+            d, r = _record(item, plan)
             data_list.append(d)
             raw_list.append(r)
         return Extraction(data_list, raw_list, len(data_list))
     root = tree.root if tree.root is not None else tree
-    d, r = _record(root, blueprint.fields)
+    d, r = _record(root, _plan(tuple(blueprint.fields.values())))
     return Extraction(d, r, None)
 
 
