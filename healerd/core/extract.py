@@ -186,8 +186,11 @@ def item_nodes(tree: LexborHTMLParser, selectors: tuple[str, ...]) -> list[Lexbo
     return []
 
 
+_Plan = tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, int, str | None, str], ...]]
+
+
 @lru_cache(maxsize=1024)
-def _plan(fields: tuple[FieldSpec, ...]) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, int, str | None, str], ...]]:
+def _plan(fields: tuple[FieldSpec, ...]) -> _Plan:
     """How a record is built from `fields`: (each distinct selector list, looked up once per record
     however many fields read it (a link's text and its href); per field in order (name, index of
     its lookup or -1 without `css`, attr, type))."""
@@ -204,7 +207,7 @@ def _plan(fields: tuple[FieldSpec, ...]) -> tuple[tuple[tuple[str, ...], ...], t
     return tuple(lookups), tuple(columns)
 
 
-def _record(root: LexborNode | LexborHTMLParser, plan) -> tuple[dict, dict]:
+def _record(root: LexborNode | LexborHTMLParser, plan: _Plan) -> tuple[dict, dict]:
     lookups, columns = plan
     nodes = [root.css_first(sels[0]) if len(sels) == 1 else first_node(root, sels) for sels in lookups]
     data: dict[str, Any] = {}
