@@ -186,6 +186,18 @@ class Daemon:
             self.workers = WorkerPool(want, deadline=self.config.fetch.timeout * (DEADLINE_FACTOR + 3),
                                       threads=threads)
 
+    def _workers_ready(self, timeout: float) -> bool:
+        """Wait up to `timeout` for every extraction worker's READY; a stop signal ends the wait
+        (True then: there is nothing to warn about)."""
+        assert self.workers is not None
+        deadline = time.monotonic() + timeout
+        while not self.workers.wait_ready(min(0.25, max(0.0, deadline - time.monotonic()))):
+            if self._stop.is_set():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return True
+
     def stop_workers(self) -> None:
         """Stop the extraction worker processes (after the Scrapers: none is waiting on them then)."""
         pool, self.workers = self.workers, None
@@ -431,7 +443,7 @@ class Daemon:
             return 1
         # Ready means scraping at full speed: the workers have imported the parser and the fetcher.
         # The socket already answers meanwhile; scrapes due now would only wait for them.
-        if self.workers is not None and not self.workers.wait_ready(WORKERS_READY_S):
+        if self.workers is not None and not self._workers_ready(WORKERS_READY_S):
             log.warning("the extraction workers have not started within %gs; scrapes wait for them",
                         WORKERS_READY_S)
         notify("READY=1")

@@ -350,3 +350,27 @@ def test_the_worker_is_sent_only_the_extraction_part_of_a_blueprint():
     assert other.extraction_json != BP.extraction_json
     html = page(5).decode()
     assert extract(html, from_json(a.extraction_json)) == extract(html, a)
+
+
+def test_the_daemon_waits_for_workers_that_never_start_only_until_its_bound_or_a_stop(tmp_path, monkeypatch):
+    import sys
+
+    from healerd.config import Config
+    from healerd.daemon import Daemon
+
+    never = tmp_path / "python"   # a "worker" that neither says READY nor exits
+    never.write_text("#!/bin/sh\nexec sleep 30\n")
+    never.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(never))
+    d = Daemon(Config(), str(tmp_path), str(tmp_path / "healerd.sock"), str(tmp_path))
+    d.workers = WorkerPool(1, deadline=30.0)
+    try:
+        t0 = time.monotonic()
+        assert d._workers_ready(0.6) is False   # bounded: "ready" goes on with a warning
+        assert 0.5 < time.monotonic() - t0 < 5
+        threading.Timer(0.3, d._stop.set).start()
+        t0 = time.monotonic()
+        assert d._workers_ready(30) is True     # a stop signal ends the wait at once
+        assert time.monotonic() - t0 < 5
+    finally:
+        d.workers.close(0.5)
