@@ -190,13 +190,7 @@ class Daemon:
         """Wait up to `timeout` for every extraction worker's READY; a stop signal ends the wait
         (True then: there is nothing to warn about)."""
         assert self.workers is not None
-        deadline = time.monotonic() + timeout
-        while not self.workers.wait_ready(min(0.25, max(0.0, deadline - time.monotonic()))):
-            if self._stop.is_set():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-        return True
+        return self.workers.wait_ready(timeout, stop=self._stop) or self._stop.is_set()
 
     def stop_workers(self) -> None:
         """Stop the extraction worker processes (after the Scrapers: none is waiting on them then)."""

@@ -409,10 +409,10 @@ class WorkerPool:
         with self._cond:
             return [w.pid for w in self._workers]
 
-    def wait_ready(self, timeout: float) -> bool:
-        """Wait, up to `timeout` seconds, until every worker has started (a fresh interpreter
-        importing the parser, the fetcher and the compressor takes a few tenths of a second).
-        True when all are ready; jobs sent before then just wait for their worker."""
+    def wait_ready(self, timeout: float, stop: threading.Event | None = None) -> bool:
+        """Wait, up to `timeout` seconds or until `stop` is set, until every worker has started
+        (a fresh interpreter importing the parser, the fetcher and the compressor takes a few
+        tenths of a second). True when all are ready; jobs sent before then just wait for their worker."""
         deadline = time.monotonic() + timeout
         while True:
             with self._cond:
@@ -420,7 +420,7 @@ class WorkerPool:
             if not pending:
                 return True
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (stop is not None and stop.is_set()):
                 return False
             pending[0].ready.wait(min(left, _IDLE_POLL_S))   # a worker replaced meanwhile is looked at again
 

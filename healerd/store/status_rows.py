@@ -111,4 +111,3 @@ class StatusRows:
                 rows.pop(name, None)
             self._order = sorted(rows)
             self._text = None
-
