@@ -193,25 +193,76 @@ def _dominant(shapes: list[str]) -> str | None:
 
 def last_good_sample(last_good: Any) -> list[dict] | Any:
     """A stand-in of at most two small records for `last_good` that gives `validate` the same
-    verdicts (it only looks at each field's dominant value shape there): per field, one value
-    of its dominant shape, or two of different shapes when none dominates. What the Validator
-    keeps per source instead of the whole last good record set."""
+    verdicts (it only looks at whether a field's values were mostly numbers, URLs or dates
+    there): per field, the first value of that dominant shape; else one value of another shape,
+    or two of different shapes, so that no such shape dominates the stand-in either. What the
+    Validator keeps per source instead of the whole last good record set."""
     if not last_good:
         return last_good
     recs = [r for r in _records(last_good)[0] if isinstance(r, dict)]
     names = list(dict.fromkeys(k for r in recs for k in r))
     out: list[dict] = [{}, {}]
     for name in names:
-        values, shapes = _column_shapes([r.get(name) for r in recs])
-        if not values:
-            continue
-        shape = _dominant(shapes)
-        if shape is not None:
-            out[0][name] = values[shapes.index(shape)]
-        else:
-            out[0][name] = values[0]
-            out[1][name] = values[next(i for i, s in enumerate(shapes) if s != shapes[0])]
+        for i, value in enumerate(_column_sample([r.get(name) for r in recs])):
+            out[i][name] = value
     return out
+
+
+_JUDGED_SHAPES = ("number", "url", "date")   # the shapes whose drift to plain words validate reports
+
+
+def _column_sample(column: list) -> tuple:
+    """The stand-in values of one field (see last_good_sample): () when all are blank.
+
+    The shapes are taken value by value and the scan stops once the outcome is certain: a
+    judged shape held by SHAPE_MAJORITY of the values, or none that can still reach it. A
+    column of titles is decided after about a fifth of its values (each new text costs three
+    regular expressions), not after all of them."""
+    values, shape_of = _column_values(column)
+    n = len(values)
+    if not n:
+        return ()
+    if shape_of is _number_shape:
+        return (values[0],)
+    counts = dict.fromkeys(_JUDGED_SHAPES, 0)
+    first_of: dict[str, Any] = {}
+    most = 0
+    for seen, value in enumerate(values, 1):
+        shape = shape_of(value)
+        first_of.setdefault(shape, value)
+        if shape in counts:
+            count = counts[shape] = counts[shape] + 1
+            if count / n >= SHAPE_MAJORITY:
+                return (first_of[shape],)
+            most = max(most, count)
+        if (most + n - seen) / n < SHAPE_MAJORITY:
+            break   # no judged shape can reach the majority with the values left
+    first = values[0]
+    first_shape = shape_of(first)
+    if first_shape not in counts:
+        return (first,)
+    # The first value has a judged shape that does not dominate: a value of another shape was seen.
+    return (first, next(v for s, v in first_of.items() if s != first_shape))
+
+
+def _column_values(column: list) -> tuple[list, Callable[[Any], str]]:
+    """(the values of `column` that are not blank, the function that gives one's shape). A
+    field's values are mostly all numbers or all short strings: those take C-speed paths (one
+    type check for the column; the remembered text shapes) to what `value_shape` gives."""
+    kinds = set(map(type, column))
+    if kinds <= _NUMBER_TYPES:
+        return column, _number_shape
+    if kinds <= _TEXT_TYPES:
+        values = [v for v in column if v and not v.isspace()]   # what _is_blank leaves of str or None
+        if values and max(map(len, values)) <= _SHAPE_CACHED_LEN:
+            return values, _cached_text_shape
+        return values, value_shape
+    return [v for v in column if not _is_blank(v)], value_shape
+
+
+def _number_shape(value: Any) -> str:
+    """value_shape of an int or a float."""
+    return "number"
 
 
 _NUMBER_TYPES = frozenset({int, float})
@@ -219,19 +270,11 @@ _TEXT_TYPES = frozenset({str, type(None)})
 
 
 def _column_shapes(column: list) -> tuple[list, list[str]]:
-    """(the values of `column` that are not blank, their shapes). A field's values are mostly
-    all numbers or all short strings: those take C-speed paths (one type check for the column,
-    the remembered text shapes through map) to what `value_shape` gives one by one."""
-    kinds = set(map(type, column))
-    if kinds <= _NUMBER_TYPES:
-        return column, ["number"] * len(column)
-    if kinds <= _TEXT_TYPES:
-        values = [v for v in column if v and not v.isspace()]   # what _is_blank leaves of str or None
-        if values and max(map(len, values)) <= _SHAPE_CACHED_LEN:
-            return values, list(map(_cached_text_shape, values))
-    else:
-        values = [v for v in column if not _is_blank(v)]
-    return values, [value_shape(v) for v in values]
+    """(the values of `column` that are not blank, their shapes)."""
+    values, shape_of = _column_values(column)
+    if shape_of is _number_shape:
+        return values, ["number"] * len(values)
+    return values, list(map(shape_of, values))
 
 
 def _shape_word(shape: str) -> str:
