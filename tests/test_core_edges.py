@@ -7,6 +7,7 @@ dominant shape, truncation of int fields, empty attributes, and errors spending 
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -123,3 +124,24 @@ def test_a_deployed_fix_is_scraped_once_its_fix_is_recorded(tmp_path):
     finally:
         led.resync_models()
         conn.close()
+
+
+# -- blueprint selectors ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("css", ["td..score", "div[", "a:nth-child(", ":unknown-pseudo-class-x", "p" + " >" * 400])
+def test_a_bad_selector_is_refused_every_time_it_is_read(css):
+    """selectolax's verdict on a selector is remembered (blueprints are parsed again and again);
+    a refusal must be as remembered as an acceptance, short selectors and long ones alike."""
+    from healerd.core.blueprint import BlueprintError, from_json
+
+    good = {"fields": {"ok": {"css": "td.score"}, "bad": {"css": ["td.score", css]}}}
+    messages = []
+    for _ in range(2):
+        with pytest.raises(BlueprintError) as caught:
+            from_dict(good)
+        messages.append(str(caught.value))
+        with pytest.raises(BlueprintError):
+            from_json(json.dumps(good))
+    assert messages[0] == messages[1] and "fields.bad.css[1]" in messages[0] and "cannot parse" in messages[0]
+    good["fields"]["bad"]["css"] = "td.score b"
+    assert from_dict(good).fields["bad"].css == "td.score b"

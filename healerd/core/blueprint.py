@@ -28,7 +28,7 @@ import json
 import tomllib
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -166,10 +166,24 @@ def check_selector(css: str, key: str) -> None:
     """Raise BlueprintError when selectolax rejects `css`."""
     if not isinstance(css, str) or not css.strip():
         raise BlueprintError(key, "expected a non-empty CSS selector string")
+    problem = _selector_problem(css) if len(css) <= _REMEMBERED_SELECTOR_LEN else _selector_problem.__wrapped__(css)
+    if problem is not None:
+        raise BlueprintError(key, f"selectolax cannot parse the selector {css!r} ({problem})")
+
+
+# A blueprint read back from the store is checked again each time it is parsed, and sources
+# share selectors: selectolax's verdict on a selector of ordinary length is remembered.
+_REMEMBERED_SELECTOR_LEN = 512
+
+
+@lru_cache(maxsize=4096)
+def _selector_problem(css: str) -> str | None:
+    """Why selectolax rejects `css`, or None."""
     try:
         _PROBE.css(css)
     except Exception as exc:  # selectolax raises its own error type
-        raise BlueprintError(key, f"selectolax cannot parse the selector {css!r} ({exc})") from None
+        return str(exc)
+    return None
 
 
 def check_selectors(value: Any, key: str) -> tuple[str, tuple[str, ...]]:
