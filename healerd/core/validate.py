@@ -376,7 +376,7 @@ def _check_field(p: _Problems, name: str, spec, records: list, raw: Any, is_list
 
 def _check_shape(p: _Problems, name: str, records: list, last_good: Any) -> None:
     before = _dominant_shape(_field_values(last_good, name))
-    if before not in ("number", "url", "date"):
+    if before not in _JUDGED_SHAPES:
         return
     now = [v for v in (r.get(name) for r in records if isinstance(r, dict)) if not _is_blank(v)]
     if now and all(_plain_words(v) for v in now):
