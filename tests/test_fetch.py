@@ -469,3 +469,41 @@ def test_large_error_page_is_read_only_in_part(server):
         err = fails(lambda: f.fetch(server.url("/e")))
     assert (err.error_type, err.status) == (errors.HTTP_ERROR, 403)
     assert big.done.wait(10) and big.closed_early and big.sent < 20_000_000
+
+
+def test_fetchers_started_together_share_one_tls_context(monkeypatch):
+    """Scrapers (or a worker's threads) build their Fetchers at the same moment: the CA bundle
+    is loaded once for all of them, not once each (each load costs ~20 ms and ~1 MB)."""
+    import httpx
+
+    from healerd.adapters import fetch as fetch_mod
+
+    built = []
+    real = httpx.create_ssl_context
+
+    def slow_build(*a, **kw):   # the real context, built slowly enough that the threads overlap
+        built.append(1)
+        time.sleep(0.05)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(fetch_mod, "_tls", None)
+    monkeypatch.setattr(httpx, "create_ssl_context", slow_build)
+    start = threading.Barrier(8)
+    fetchers: list[Fetcher] = []
+
+    def build():
+        start.wait()
+        fetchers.append(Fetcher())
+
+    threads = [threading.Thread(target=build) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(fetchers) == 8
+        assert len(built) == 1
+        assert fetch_mod.tls_context() is fetch_mod.tls_context()
+    finally:
+        for f in fetchers:
+            f.close()

@@ -374,3 +374,29 @@ def test_the_daemon_waits_for_workers_that_never_start_only_until_its_bound_or_a
         assert time.monotonic() - t0 < 5
     finally:
         d.workers.close(0.5)
+
+
+def test_a_worker_builds_its_tls_context_before_it_says_ready(monkeypatch):
+    """The CA bundle is loaded while the worker starts, not by its first jobs' fetches."""
+    from multiprocessing import Pipe
+
+    from healerd.adapters import workers as workers_mod
+
+    built = threading.Event()
+
+    def build():
+        built.set()
+
+    monkeypatch.setattr(workers_mod, "tls_context", build)
+    jobs_r, jobs_w = Pipe(duplex=False)
+    results_r, results_w = Pipe(duplex=False)
+    server = threading.Thread(target=workers_mod._serve, args=(jobs_r, results_w, 2), daemon=True)
+    server.start()
+    try:
+        assert results_r.poll(10)
+        assert results_r.recv() == (workers_mod.READY, None)
+        assert built.is_set()
+    finally:
+        jobs_w.send(None)
+        server.join(10)
+    assert not server.is_alive()

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
 
-from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, FetchResult
+from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, FetchResult, tls_context
 from healerd.core import errors
 from healerd.core.blueprint import from_json
 from healerd.core.classify import not_html_reason
@@ -236,7 +236,9 @@ READY = 0
 def _serve(jobs: Connection, results: Connection, threads: int) -> None:
     """A worker process: `threads` threads answer the (id, job) pairs read from `jobs` with
     (id, answer) pairs on `results`, until the pipe closes or a None arrives. Before the first
-    job, (READY, None) says the worker has imported what a job needs and is listening."""
+    job, (READY, None) says the worker has imported what a job needs, built the TLS context its
+    fetchers share, and is listening."""
+    tls_context()   # before READY: the first jobs' fetches do not wait for it
     todo: queue.Queue = queue.Queue()
     send_lock = threading.Lock()
 
