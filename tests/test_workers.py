@@ -400,3 +400,18 @@ def test_a_worker_builds_its_tls_context_before_it_says_ready(monkeypatch):
         jobs_w.send(None)
         server.join(10)
     assert not server.is_alive()
+
+
+def test_a_worker_whose_ca_bundle_cannot_be_read_still_starts_and_serves(monkeypatch, tmp_path):
+    """Building the TLS context early must not turn a broken CA setting into a worker that dies
+    at every start (and is replaced, forever): the worker starts, and pages are still parsed."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing-ca.pem"))
+    p = WorkerPool(1, deadline=30.0)
+    try:
+        assert p.wait_ready(30)
+        pid = p.pids()[0]
+        out = p.run(PageJob(page(3), "utf-8", BP.extraction_json))
+        assert out.error is None and out.extraction.item_count == 3
+        assert p.pids() == [pid]
+    finally:
+        p.close()

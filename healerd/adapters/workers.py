@@ -238,7 +238,10 @@ def _serve(jobs: Connection, results: Connection, threads: int) -> None:
     (id, answer) pairs on `results`, until the pipe closes or a None arrives. Before the first
     job, (READY, None) says the worker has imported what a job needs, built the TLS context its
     fetchers share, and is listening."""
-    tls_context()   # before READY: the first jobs' fetches do not wait for it
+    try:   # before READY: the first jobs' fetches do not wait for it
+        tls_context()
+    except Exception:   # a CA bundle that cannot be read (SSL_CERT_FILE): each fetch says so in its answer
+        pass
     todo: queue.Queue = queue.Queue()
     send_lock = threading.Lock()
 
