@@ -148,7 +148,8 @@ def status_object(r: dict) -> dict:
     }
 
 
-def _now(now: float | None) -> float:
+def default_now(now: float | None) -> float:
+    """`now` when given, else the current time."""
     return time.time() if now is None else now
 
 
@@ -174,15 +175,15 @@ def masked_urls(conn: apsw.Connection, refresh: bool = True) -> None:
         conn.execute("DELETE FROM temp.masked_urls WHERE url NOT IN (SELECT url FROM sources)")
 
 
-_MASKED_JOIN = "LEFT JOIN temp.masked_urls m ON m.url = s.url"
+MASKED_JOIN = "LEFT JOIN temp.masked_urls m ON m.url = s.url"
 
 
 def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
     """All status objects, fast: one query (URLs masked through `masked_urls`), times formatted by
     SQLite, tuples zipped into dicts."""
     masked_urls(conn)
-    cur = conn.execute(f"SELECT {', '.join(_status_columns())} FROM sources s "
-                       f"JOIN source_health h ON h.source_name = s.name {_MASKED_JOIN} ORDER BY s.name", (_now(now),))
+    cur = conn.execute(f"SELECT {', '.join(status_columns())} FROM sources s "
+                       f"JOIN source_health h ON h.source_name = s.name {MASKED_JOIN} ORDER BY s.name", (default_now(now),))
     try:
         keys = STATUS_KEYS
         return [dict(zip(keys, (*r[:9], r[9] == 1, *r[10:]))) for r in cur]
@@ -190,7 +191,7 @@ def status_all(conn: apsw.Connection, now: float | None = None) -> list[dict]:
         cur.close()
 
 
-def _status_columns(url: str = "COALESCE(m.masked, healerd_mask_url(s.url))") -> tuple[str, ...]:
+def status_columns(url: str = "COALESCE(m.masked, healerd_mask_url(s.url))") -> tuple[str, ...]:
     """SQL for each value of STATUS_KEYS, in order (times as ISO text, paused the stored 0/1), over
     `sources s JOIN source_health h`; `url` masks the source's URL (by default through the
     table of `masked_urls`, joined as `m`)."""
@@ -205,7 +206,7 @@ def _status_columns(url: str = "COALESCE(m.masked, healerd_mask_url(s.url))") ->
 
 # One source's status (status_one): the fleet's columns under their keys, and a few more.
 STATUS_SQL = (
-    "SELECT " + ", ".join(f"{c} AS {k}" for k, c in zip(STATUS_KEYS, _status_columns("healerd_mask_url(s.url)"),
+    "SELECT " + ", ".join(f"{c} AS {k}" for k, c in zip(STATUS_KEYS, status_columns("healerd_mask_url(s.url)"),
                                                         strict=True))
     + ", h.last_error_type, h.flagged_for_review, h.consecutive_failures, h.success_count "
     "FROM sources s JOIN source_health h ON h.source_name = s.name"
@@ -229,7 +230,7 @@ def state_counts(conn: apsw.Connection) -> dict[str, int]:
 
 
 def status_one(conn: apsw.Connection, name: str, now: float | None = None) -> dict:
-    found = rows(conn, STATUS_SQL + " WHERE s.name = ?2", (_now(now), name))
+    found = rows(conn, STATUS_SQL + " WHERE s.name = ?2", (default_now(now), name))
     if not found:
         raise SourceNotFound(name)
     out = status_object(found[0])

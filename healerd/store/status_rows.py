@@ -19,7 +19,7 @@ import json
 import apsw
 
 from healerd.store.db import scalar
-from healerd.store.sources import _MASKED_JOIN, STATUS_KEYS, _now, _status_columns, masked_urls
+from healerd.store.sources import MASKED_JOIN, STATUS_KEYS, default_now, masked_urls, status_columns
 
 # More changed sources than this share of the fleet: read every row (one scan beats many lookups).
 FULL_READ_SHARE = 0.25
@@ -30,7 +30,7 @@ _PAUSED = STATUS_KEYS.index("paused")
 
 def _row_sql(table: bool, where: str) -> str:
     """(name, the row as JSON text, its fix_attempts_24h) for each source matching `where`."""
-    columns = _status_columns()
+    columns = status_columns()
     inner = ", ".join(f"{c} AS c{i}" for i, c in enumerate(columns))
     values = [f"c{i}" for i in range(len(columns))]
     values[_PAUSED] = f"json(CASE WHEN c{_PAUSED} THEN 'true' ELSE 'false' END)"
@@ -39,7 +39,7 @@ def _row_sql(table: bool, where: str) -> str:
     else:
         item = "json_object(" + ", ".join(f"'{k}', {v}" for k, v in zip(STATUS_KEYS, values, strict=True)) + ")"
     return (f"SELECT c0, {item}, c{_ATTEMPTS} FROM (SELECT {inner} FROM sources s "
-            f"JOIN source_health h ON h.source_name = s.name {_MASKED_JOIN} {where})")
+            f"JOIN source_health h ON h.source_name = s.name {MASKED_JOIN} {where})")
 
 
 class StatusRows:
@@ -57,7 +57,7 @@ class StatusRows:
 
     def json(self, conn: apsw.Connection, now: float | None = None) -> str:
         """The fleet's status array as JSON text, as of now (one read transaction)."""
-        now = _now(now)
+        now = default_now(now)
         masked_urls(conn, refresh=False)   # the table exists (made outside a transaction)
         with conn:
             top = scalar(conn, "SELECT COALESCE(max(rev), 0) FROM status_changes")
