@@ -238,7 +238,7 @@ def _column_sample(column: list) -> tuple:
         if (most + n - seen) / n < SHAPE_MAJORITY:
             break   # no judged shape can reach the majority with the values left
     first = values[0]
-    first_shape = shape_of(first)
+    first_shape = next(iter(first_of))   # the shape the scan took of the first value
     if first_shape not in counts:
         return (first,)
     # The first value has a judged shape that does not dominate: a value of another shape was seen.
