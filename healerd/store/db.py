@@ -58,7 +58,7 @@ def _apply_bestpractice() -> None:
 
 
 def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
-    """A configured connection: WAL, synchronous=NORMAL, foreign keys, busy timeout."""
+    """A configured connection: WAL, synchronous=NORMAL, foreign keys, busy timeout, stable query plans."""
     _apply_bestpractice()
     flags = apsw.SQLITE_OPEN_READONLY if readonly else (apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     conn = apsw.Connection(str(path), flags=flags)
@@ -69,6 +69,11 @@ def connect(path: str | os.PathLike, readonly: bool = False) -> apsw.Connection:
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # One plan per statement whatever its bound values. Without it, this SQLite (built with
+    # STAT4) marks a join's bound parameters as plan-changing and prepares the statement again
+    # on every execution, cached or not: a source's row joined with its health took 35 µs
+    # instead of 6, on every scrape outcome the StoreWriter records.
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
     # Status answers show a source's URL through this: its credentials and secret query values masked.
     conn.create_scalar_function("healerd_mask_url", _mask_url, 1, deterministic=True)
     return conn
