@@ -507,3 +507,36 @@ def test_fetchers_started_together_share_one_tls_context(monkeypatch):
     finally:
         for f in fetchers:
             f.close()
+
+
+def test_the_webhook_and_healer_clients_reuse_the_fetchers_tls_context(monkeypatch):
+    """An alert webhook's client and each external heal attempt's client verify TLS with the
+    context the Fetchers share: the CA bundle is loaded once per process, not once per client
+    (each load costs ~20 ms and ~1 MB, and the Doctor opens a client per heal attempt)."""
+    import ssl
+
+    from healerd.actors.alerter import _Webhook
+    from healerd.adapters import fetch as fetch_mod
+    from healerd.adapters.external import CodeHealerClient, HealerConfig
+    from healerd.adapters.openai_backend import OpenAIHealerClient
+
+    loads = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self, *a, **kw):
+        loads.append(1)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(fetch_mod, "_tls", None)
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    fetcher = Fetcher()
+    clients = [CodeHealerClient(HealerConfig(url="https://healer.example/heal")),
+               OpenAIHealerClient(HealerConfig(url="https://llm.example/v1", kind="openai", model="m"))]
+    hook = _Webhook("https://hooks.example/alerts")
+    try:
+        assert len(loads) == 1
+    finally:
+        hook.client.close()
+        for c in clients:
+            c.close()
+        fetcher.close()

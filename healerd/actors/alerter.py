@@ -24,6 +24,7 @@ import pykka
 
 from healerd.actors.messages import Alert, Ping
 from healerd.actors.registry import ActorRegistry
+from healerd.adapters.fetch import tls_context
 from healerd.config import Config
 from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
 from healerd.core.timeutil import iso
@@ -80,7 +81,7 @@ class _Webhook(threading.Thread):
         super().__init__(name="healerd-webhook", daemon=True)
         self.url = url
         self.queue: queue.Queue = queue.Queue(maxsize=1000)
-        self.client = httpx.Client(timeout=5.0)
+        self.client = httpx.Client(timeout=5.0, verify=tls_context())   # the process's one CA bundle
 
     def submit(self, alert: dict) -> None:
         try:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from healerd.adapters.fetch import tls_context
 from healerd.adapters.sandbox import ParserRejected, check_parser_source
 from healerd.core.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.core.diagnosis import DiagnosisContext
@@ -455,7 +456,8 @@ class _ClientBase:
     def __init__(self, config: HealerConfig, client: httpx.Client | None = None):
         self.config = config
         self._own = client is None
-        self.client = client or httpx.Client(follow_redirects=False)
+        # The process's one TLS context: a client per heal attempt would load the CA bundle each time.
+        self.client = client or httpx.Client(follow_redirects=False, verify=tls_context())
 
     def close(self) -> None:
         if self._own:
