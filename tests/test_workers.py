@@ -10,12 +10,14 @@ import time
 import pytest
 
 from healerd.adapters.workers import (
+    FetchJob,
     PageJob,
     WorkerError,
     WorkerPool,
     default_workers,
     process_page,
 )
+from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
 from healerd.core.pagecodec import decompress_page
@@ -412,6 +414,11 @@ def test_a_worker_whose_ca_bundle_cannot_be_read_still_starts_and_serves(monkeyp
         pid = p.pids()[0]
         out = p.run(PageJob(page(3), "utf-8", BP.extraction_json))
         assert out.error is None and out.extraction.item_count == 3
+        # A fetch says what is wrong, in a class that never sends the source to the healer
+        # (a page that will not parse would: selectors healed for a local TLS problem).
+        fetched = p.run(FetchJob(url="http://127.0.0.1:9/p", blueprint_json=BP.extraction_json))
+        assert fetched.error_type == errors.NETWORK
+        assert "cannot set up the HTTP client" in fetched.error and "missing-ca.pem" in fetched.error
         assert p.pids() == [pid]
     finally:
         p.close()

@@ -209,6 +209,13 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
                         permanent_redirect=res.permanent_redirect, page=page)
 
 
+def _client_setup_error(exc: Exception) -> str:
+    """The line for a fetch client that could not be built, naming the CA setting when one is
+    set (the error of a missing bundle does not name the file)."""
+    ca = [f"{k}={os.environ[k]}" for k in ("SSL_CERT_FILE", "SSL_CERT_DIR") if os.environ.get(k)]
+    return f"cannot set up the HTTP client: {type(exc).__name__}: {exc}" + (f" ({', '.join(ca)})" if ca else "")
+
+
 def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
     """A worker's answer to one job (a PageJob, or a FetchJob with this thread's fetchers)."""
     try:
@@ -218,7 +225,10 @@ def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
                 for old in fetchers.values():
                     old.close()
                 fetchers.clear()
-                fetcher = fetchers[job.fetch] = Fetcher(job.fetch)
+                try:
+                    fetcher = fetchers[job.fetch] = Fetcher(job.fetch)
+                except Exception as exc:   # e.g. a CA bundle that cannot be read: this machine cannot fetch
+                    return FetchOutcome(error_type=errors.NETWORK, error=_client_setup_error(exc))
             return fetch_and_process(job, fetcher)
         with _PARSING:
             return process_page(job)
