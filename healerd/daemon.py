@@ -410,12 +410,18 @@ class Daemon:
             self._lock_fd = None
 
     def _run(self) -> int:
+        from healerd.adapters.fetch import TLSSetupError, tls_context
         from healerd.adapters.sandbox import log_confinement
         from healerd.control.server import ControlServer
 
         try:
             self.check_storage()
         except DatabaseCorrupt as exc:
+            log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
+            return EX_CONFIG
+        try:   # every fetch verifies TLS with it: without it each actor that fetches dies as it starts, in a loop
+            tls_context()
+        except TLSSetupError as exc:
             log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
             return EX_CONFIG
         log_confinement(log)   # once: the layers confining code parsers, or why they are refused

@@ -220,6 +220,25 @@ class Webhook:
         self.server.server_close()
 
 
+# -- start-up ------------------------------------------------------------------------------------------------
+
+
+def test_ca_certificates_that_cannot_be_loaded_stop_the_start_in_one_line(tmp_path):
+    """SSL_CERT_FILE naming a missing bundle: every actor that fetches would die as it starts,
+    be replaced and die again, under a "ready" daemon. healerd refuses to start instead: one
+    CRITICAL line naming the setting, exit 78 (which the systemd unit does not restart)."""
+    config = tmp_path / "healerd.toml"
+    config.write_text(make_config(), encoding="utf-8")
+    env = dict(os.environ, SSL_CERT_FILE=str(tmp_path / "missing-ca.pem"))
+    r = subprocess.run(bin_cmd("healerd") + ["run", "--config", str(config), "--state-dir", str(tmp_path / "state")],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 78, r.stderr
+    critical = [line for line in r.stderr.splitlines() if " CRITICAL " in line]
+    assert len(critical) == 1, r.stderr
+    assert "cannot load the CA certificates" in critical[0] and "missing-ca.pem" in critical[0]
+    assert "Traceback" not in r.stderr and " ready" not in r.stderr
+
+
 # -- sd_notify ----------------------------------------------------------------------------------------------
 
 

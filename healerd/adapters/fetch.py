@@ -33,6 +33,7 @@ import contextvars
 import email.utils
 import errno
 import http.cookiejar
+import os
 import re
 import socket
 import ssl
@@ -448,6 +449,19 @@ _tls_lock = threading.Lock()
 _tls: ssl.SSLContext | None = None
 
 
+class TLSSetupError(HealerdError):
+    """The CA certificates that verify HTTPS sites could not be loaded (a broken SSL_CERT_FILE
+    or SSL_CERT_DIR, or no CA bundle): nothing can be fetched until that is fixed."""
+
+
+def _tls_setup_error(exc: Exception) -> TLSSetupError:
+    """The error for a CA bundle that would not load, naming the CA settings in force (the
+    error itself does not name the file: "[Errno 2] No such file or directory")."""
+    settings = [f"{k}={os.environ[k]}" for k in ("SSL_CERT_FILE", "SSL_CERT_DIR") if os.environ.get(k)]
+    where = f"; check {' and '.join(settings)}" if settings else ""
+    return TLSSetupError(f"cannot load the CA certificates that verify HTTPS sites ({exc}){where}")
+
+
 def tls_context() -> ssl.SSLContext:
     """One certificate-verifying TLS context per process, shared by every Fetcher's client:
     each context loads the whole CA bundle (about 20 ms of CPU and 1 MB of memory), and a
@@ -457,7 +471,10 @@ def tls_context() -> ssl.SSLContext:
     global _tls
     with _tls_lock:
         if _tls is None:
-            _tls = httpx.create_ssl_context()
+            try:
+                _tls = httpx.create_ssl_context()
+            except (OSError, ssl.SSLError) as exc:
+                raise _tls_setup_error(exc) from exc
         return _tls
 
 

@@ -209,13 +209,6 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
                         permanent_redirect=res.permanent_redirect, page=page)
 
 
-def _client_setup_error(exc: Exception) -> str:
-    """The line for a fetch client that could not be built, naming the CA setting when one is
-    set (the error of a missing bundle does not name the file)."""
-    ca = [f"{k}={os.environ[k]}" for k in ("SSL_CERT_FILE", "SSL_CERT_DIR") if os.environ.get(k)]
-    return f"cannot set up the HTTP client: {type(exc).__name__}: {exc}" + (f" ({', '.join(ca)})" if ca else "")
-
-
 def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
     """A worker's answer to one job (a PageJob, or a FetchJob with this thread's fetchers)."""
     try:
@@ -227,8 +220,8 @@ def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
                 fetchers.clear()
                 try:
                     fetcher = fetchers[job.fetch] = Fetcher(job.fetch)
-                except Exception as exc:   # e.g. a CA bundle that cannot be read: this machine cannot fetch
-                    return FetchOutcome(error_type=errors.NETWORK, error=_client_setup_error(exc))
+                except Exception as exc:   # e.g. a CA bundle that cannot be read (TLSSetupError): no fetch can work
+                    return FetchOutcome(error_type=errors.NETWORK, error=f"cannot set up the HTTP client: {exc}")
             return fetch_and_process(job, fetcher)
         with _PARSING:
             return process_page(job)
