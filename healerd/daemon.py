@@ -416,12 +416,9 @@ class Daemon:
 
         try:
             self.check_storage()
-        except DatabaseCorrupt as exc:
-            log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
-            return EX_CONFIG
-        try:   # every fetch verifies TLS with it: without it each actor that fetches dies as it starts, in a loop
+            # Every fetch verifies TLS with it: without it each actor that fetches dies as it starts, in a loop.
             tls_context()
-        except TLSSetupError as exc:
+        except (DatabaseCorrupt, TLSSetupError) as exc:
             log.critical("%s; not starting (exit %d)", exc, EX_CONFIG)
             return EX_CONFIG
         log_confinement(log)   # once: the layers confining code parsers, or why they are refused
