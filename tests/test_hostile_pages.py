@@ -33,6 +33,10 @@ def test_check_page_bounds_elements_and_depth():
     with pytest.raises(PageTooLarge, match=r"more than max_elements \(1000\)"):
         check_page("<html><body>" + "<i>1</i>" * 999 + "</body></html>", max_elements=1000)   # 1001 with html, body
     check_page("<html><body>" + "<i>1</i>" * 998 + "</body></html>", max_elements=1000)
+    # As short as a page over the bound can be: one character per element (each "<" counts).
+    with pytest.raises(PageTooLarge, match=r"has 1001 elements, more than max_elements \(1000\)"):
+        check_page("<" * 1001, max_elements=1000)
+    check_page("<" * 1000, max_elements=1000)
     # Depth at the bound passes, one more fails.
     check_page("<div>" * 10 + "</div>" * 10, max_depth=10)
     with pytest.raises(PageTooLarge):
@@ -99,22 +103,22 @@ def test_nesting_depth_is_the_depth_of_the_tags_as_written():
         _agrees_with_the_reference(html)
 
 
-def test_real_pages_measure_the_same_and_small_ones_skip_the_scan(monkeypatch):
+def test_real_pages_measure_the_same_and_pages_too_short_to_pass_skip_the_scan(monkeypatch):
     pages = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(CORPUS.glob("*/*/*.html"))]
     assert len(pages) > 100
     for html in pages:
         assert nesting_depth(html) == _reference_depth(html)
     calls = []
     monkeypatch.setattr(extract_module, "nesting_depth", lambda html: calls.append(html) or _reference_depth(html))
-    small = [html for html in pages if html.count("<") <= 256]
-    assert len(small) > 50
-    for html in small:
-        check_page(html, max_depth=256)
-    assert calls == []
+    short = "<div>" * 51 + "x"   # 256 characters: no more than 256 tags fit, however they nest
+    check_page(short, max_depth=256)
     check_page(listing_v1(), max_depth=len(listing_v1()))
     assert calls == []
-    check_page("<div>" * 300 + "</div>" * 300, max_depth=300)   # over the bound: measured
+    check_page(short + "</div>", max_depth=256)   # one character longer: measured
     assert len(calls) == 1
+    with pytest.raises(PageTooLarge, match=r"nests elements 300 deep, more than max_depth \(299\)"):
+        check_page("<div>" * 300 + "</div>" * 300, max_depth=299)
+    assert len(calls) == 2
 
 
 def test_extract_refuses_more_items_than_max_items():
