@@ -58,7 +58,6 @@ class ScrapeOutcome:
     etag: str | None = None
     last_modified: str | None = None
     retry_after: float | None = None
-    validation: dict | None = None
     fingerprint: str | None = None
     permanent_redirect: str | None = None
     dns_failure: bool = False
@@ -278,7 +277,7 @@ class Ledger:
             fx.alert("HEALED", name, f"merge fix promoted as version {new}: {reason}", level="info",
                      details={"strategy": "merge", "version": new, "merged_from": [a, b]}, state=state)
         return replace(o, ok=True, version=new, data=plan["data"], item_count=plan.get("item_count"),
-                       validation=plan.get("validation"), error_type=None, error=None, fingerprint=None, plan=None)
+                       error_type=None, error=None, fingerprint=None, plan=None)
 
     def record_scrapes(self, outcomes: list[ScrapeOutcome]) -> list[Effects | Exception]:
         """Several scrape outcomes in one transaction (group commit): one commit instead of one each.
