@@ -473,6 +473,11 @@ class _Label(str):
         return "https://example.org/label"
 
 
+class _Words(str):
+    def __str__(self):
+        return "plain words"
+
+
 _VALUE_PIECES = ["12", "2024", "-", "/", ".", ":", " ", "\t", "\n", "jan", "Feb", "MAR", "apr", "May", "jun", "JUL", "aug",
                  "Sep", "\u017fep", "oct", "Nov", "dec", "ember", "$", "%",
                  "pts", "http://", "//", "./", "x.html", "?q=1", "Player", "\u0663", "\u00e9", ",", "+", "a" * 45]
@@ -545,7 +550,14 @@ def test_the_last_good_sample_decides_at_the_majority_threshold():
 
     for column in (urls(40) + words(10), words(10) + urls(40), urls(39) + words(11), words(11) + urls(39),
                    urls(8) + words(2), urls(7) + words(3), words(3) + urls(7), [3] + urls(8) + words(1),
-                   urls(1) + words(4), ["12"] * 4 + ["/x"], ["/x"] + ["12"] * 4):
+                   urls(1) + words(4), ["12"] * 4 + ["/x"], ["/x"] + ["12"] * 4,
+                   # a column of links is counted all at once: the whitespace value_shape drops,
+                   # whitespace inside, newlines inside, letter case, and values that only look like str
+                   [" /p/1\t"] * 8 + words(2), ["/p/ 1"] * 8 + words(2), ["/p/1\n/p/2"] * 8 + words(2),
+                   ["/p/1", "/p/1\n"] + words(2) * 4, ["HTTP://X.ORG/a"] * 8 + ["x.PHP?q=1"] * 2,
+                   ["/p/1"] + [_Label("x")] * 7 + words(2), ["/p/1"] * 2 + [_Label("x")] * 8,
+                   ["/p/1"] + [_Words("/p/2")] * 9,
+                   ["/p/1", "\u2028/p/2\x1c"] * 4 + words(2), ["/p/1", "2024-03-01"] * 5):
         data = [{"f": v} for v in column]
         assert _judged(last_good_sample(data)) == _judged(data), column
 
