@@ -52,7 +52,8 @@ def judge(page: ExtractedPage, recent_counts: list[int], last_good) -> ScrapeOut
         return ScrapeOutcome(ok=True, data=data, item_count=result.item_count, **base)
     detail = ",".join(sorted(result.failed_fields)) or "; ".join(result.errors[:2])
     return ScrapeOutcome(ok=False, error_type=result.error_type, error="; ".join(result.errors[:5]), data=data,
-                         item_count=result.item_count, fingerprint=failure_fingerprint(result.error_type, job.host, detail), **base)
+                         item_count=result.item_count,
+                         fingerprint=failure_fingerprint(result.error_type, job.host, detail), **base)
 
 
 class Validator(ServiceActor):
