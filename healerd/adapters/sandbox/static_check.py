@@ -131,15 +131,17 @@ def check_static(code: str) -> None:
         raise ParserRejected(f"parser builds more than {FOLD_BUDGET} characters of text from literals; "
                              f"refused unchecked") from None
     if problems:
-        (line, _col), text = problems[0]
+        (line, *_), text = problems[0]
         raise ParserRejected(f"parser {text} (line {line})")
 
 
-Problem = tuple[tuple[int, int], str]
+Problem = tuple[tuple[int, int, int, int], str]
 
 
-def _pos(node: ast.AST) -> tuple[int, int]:
-    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+def _pos(node: ast.AST) -> tuple[int, int, int, int]:
+    """Where a node starts, then where it ends: of `a.b.c`, the innermost `a.b` comes first."""
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), getattr(node, "end_lineno", 0) or 0,
+            getattr(node, "end_col_offset", 0) or 0)
 
 
 class _Checker:
@@ -147,7 +149,7 @@ class _Checker:
 
     def __init__(self, tree: ast.Module):
         self.tree = tree
-        self.callees: set[int] = set()     # ids of Name nodes called the one way they may be
+        self.callees: set[int] = set()     # ids of type/getattr... Name nodes judged as a call
         self.literal_formats: set[int] = set()
         self.folded: dict[int, str | None] = {}
         self.budget = FOLD_BUDGET
@@ -272,10 +274,10 @@ class _Checker:
         if not isinstance(func, ast.Name):
             return
         plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)
+        if func.id in ("type", *ATTRIBUTE_BUILTINS):
+            self.callees.add(id(func))   # the call is accepted, or refused below: never the name again
         if func.id == "type":
-            if plain and len(node.args) == 1:
-                self.callees.add(id(func))
-            else:
+            if not (plain and len(node.args) == 1):
                 yield _pos(node), (f"calls type() with {len(node.args) + len(node.keywords)} arguments or unpacked "
                                    f"ones: only type(x) is allowed (no new classes or metaclasses)")
         elif func.id in ATTRIBUTE_BUILTINS:
@@ -286,8 +288,6 @@ class _Checker:
                                    f"as a string literal")
             elif forbidden_attribute(name.value) or name.value in FORMAT_METHODS:
                 yield _pos(node), f"calls {func.id}() on the attribute {name.value!r}"
-            else:
-                self.callees.add(id(func))
 
     def _format_template(self, node: ast.Attribute) -> Iterator[Problem]:
         """A `"...".format` on a literal template is accepted when no field walks an attribute or item."""
