@@ -179,6 +179,8 @@ def test_bad_results_and_exceptions_are_rejected_with_a_reason(code, reason):
     ("from json import decoder\ndef parse(html):\n    return {}\n", "imports the module json.decoder"),
     ("from re import enum\ndef parse(html):\n    return {}\n", "imports the module re.enum"),
     ("from string import Formatter\ndef parse(html):\n    return {}\n", "'Formatter' from 'string'"),
+    ("import string\ndef parse(html):\n    return {'a': string.Formatter().format(html)}\n",
+     "uses string.Formatter, which is not allowed"),
     ("import json\ndef parse(html):\n    match json.dumps:\n        case object(__globals__=g): pass\n",
      "class pattern in match (case X(...))"),
     ("import json\ndef parse(html):\n    match json:\n        case object(x): pass\n", "class pattern in match"),

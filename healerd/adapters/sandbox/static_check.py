@@ -185,6 +185,8 @@ class _Checker:
                 yield _pos(node), f"accesses the private attribute {node.attr!r}"
             elif forbidden_attribute(node.attr):
                 yield _pos(node), f"accesses the attribute {node.attr!r}"
+            elif isinstance(node.value, ast.Name) and (node.value.id, node.attr) in BLOCKED_MODULE_ATTRS:
+                yield _pos(node), f"uses {node.value.id}.{node.attr}, which is not allowed"
             elif node.attr in FORMAT_METHODS and id(node) not in self.literal_formats:
                 yield _pos(node), f"uses .{node.attr}() other than on a string literal; use an f-string"
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
