@@ -289,11 +289,24 @@ def test_the_runtime_refuses_what_the_static_check_would_have(tmp_path):
         "import string\ndef parse(html):\n    return {'x': str(string.Formatter)}\n": "has no attribute 'Formatter'",
         "def parse(html):\n    return {'x': str(getattr(html, '_' + '_class__'))}\n": "not allowed",
         "import selectolax.lexbor as lx\ndef parse(html):\n    return {'x': str(lx.logger)}\n": "no attribute 'logger'",
+        "def parse(html):\n    return {'x': str(type('M', (), {}))}\n": "type() takes one argument",
+        "def parse(html):\n    return {'x': str(type(int)('M', (), {}))}\n": "type() takes one argument",
+        "class M(type(int)):\n    pass\ndef parse(html):\n    return {}\n": "metaclasses are not allowed",
+        "class A(metaclass=type(int)):\n    pass\ndef parse(html):\n    return {}\n": "class keywords",
+        "def parse(html):\n    return {'x': getattr(html, 'gi_' + 'frame')}\n": "'gi_frame' is not allowed",
     }
     for code, reason in cases.items():
         with pytest.raises(ParserRejected) as info:
             run_unchecked(code, PAGE)
         assert reason in info.value.reason, (code, info.value.reason)
+
+
+def test_type_of_a_value_and_plain_classes_still_work_in_the_child():
+    code = ("class Box(dict):\n    pass\n\nclass Row:\n    pass\n\n"
+            "def parse(html):\n    b = Box(a=1)\n    r = Row()\n    r.size = len(html)\n"
+            "    return {'s': type(html) is str, 'i': type(r.size) is int, 'box': isinstance(b, dict),\n"
+            "            'row': type(r) is Row, 'n': r.size}\n")
+    assert run_parser(code, PAGE) == {"s": True, "i": True, "box": True, "row": True, "n": len(PAGE)}
 
 
 def test_the_child_sees_an_empty_environment_and_a_fresh_cwd(monkeypatch, tmp_path):

@@ -68,6 +68,7 @@ def os_of(obj):
 
 EPERM = r"Operation not permitted|\[Errno 1\]"
 HARMED = r'"read": "PermissionError\(1, .Operation not permitted.\)"'
+NO_NEW_CLASS = r"TypeError: (type\(\) takes one argument|class keywords \(metaclass=\.\.\.\) are not allowed)"
 
 # name -> (the parser up to parse(), the static check's words, what the child's outcome shows)
 SHAPES: dict[str, tuple[str, str, str]] = {
@@ -80,7 +81,16 @@ def parse(html):
     match getattr:
         case str(g):
             return harm(os_of(g["__builtins__"].object))
-''', "calls type() with 3 arguments", HARMED),
+''', "calls type() with 3 arguments", NO_NEW_CLASS),
+    # The same with the real `type` taken from an object, past the child's own type() guard.
+    "metaclass-match-real-type": ('''
+Meta = ().__class__.__class__("Meta", (().__class__.__class__,), {"__instancecheck__": lambda c, o: True})
+str = Meta("S", (), {"__match_args__": ("__globals__",)})
+def parse(html):
+    match getattr:
+        case str(g):
+            return harm(os_of(g["__builtins__"].object))
+''', "private attribute '__class__'", HARMED),
     # The two bypasses before it: a class pattern naming an attribute, a submodule from-import.
     "class-pattern-keyword": ('''
 import json
@@ -100,7 +110,7 @@ class S(metaclass=Meta):
     pass
 def parse(html):
     return harm(os_of(object))
-''', "uses 'type' other than as type(x)", HARMED),
+''', "uses 'type' other than as type(x)", NO_NEW_CLASS),
     "walrus-rebinds-a-builtin": ('''
 def parse(html):
     if (isinstance := lambda o, c: True):
@@ -217,7 +227,7 @@ def parse(html):
 def parse(html):
     K = type("K", (object,), {"run": lambda self: os_of(object)})
     return harm(K().run())
-''', "calls type() with 3 arguments", HARMED),
+''', "calls type() with 3 arguments", NO_NEW_CLASS),
     "builtin-rebound-by-argument": ('''
 def parse(html, object=().__class__.__base__):
     return harm(os_of(object))

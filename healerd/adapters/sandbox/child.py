@@ -9,8 +9,9 @@ any system call outside memory, futexes, clocks, its own ids, reading fd 0 and w
 and 2 fails with EPERM -- no files, sockets, processes, threads, signals or privilege changes.
 It checks that open, socket, kill and setuid are refused and writes that report, with the
 limits it reads back, as its first line. Then it scrubs sys.modules, exposes the allowed
-modules as stripped-down proxies with restricted built-ins, runs the code and writes one JSON
-envelope as its second line. The parent (`parent.py`) checks both lines.
+modules as stripped-down proxies with restricted built-ins (getattr and its kin refuse private
+and frame attributes, `type` takes one argument, a class statement takes no keywords and no
+metaclass base), runs the code and writes one JSON envelope as its second line. The parent (`parent.py`) checks both lines.
 
 The limits are applied by the child to itself rather than in a `preexec_fn`, which is unsafe in
 a threaded parent such as the daemon.
@@ -241,9 +242,26 @@ def _main():
         check_name(name)
         return _delattr(obj, name)
 
+    # type(x) only, and no class made by a metaclass: what the static check allows, again here.
+    _type, _build_class = type, builtins.__build_class__
+
+    def safe_type(*args):
+        if len(args) != 1:
+            raise TypeError("type() takes one argument in a parser (no new classes)")
+        found = _type(args[0])
+        return safe_type if found is _type else found
+
+    def safe_build_class(func, name, *bases, **keywords):
+        if keywords:
+            raise TypeError("class keywords (metaclass=...) are not allowed in a parser")
+        for base in bases:
+            if base is safe_type or (isinstance(base, _type) and issubclass(base, _type)):
+                raise TypeError("metaclasses are not allowed in a parser")
+        return _build_class(func, name, *bases)
+
     safe = {k: _getattr(builtins, k) for k in cfg["builtins"] if _hasattr(builtins, k)}
     safe.update(getattr=safe_getattr, hasattr=safe_hasattr, setattr=safe_setattr, delattr=safe_delattr,
-                __import__=safe_import, __build_class__=builtins.__build_class__)
+                __import__=safe_import, __build_class__=safe_build_class, type=safe_type)
     env = {"__builtins__": safe, "__name__": "parser"}
     sys.stdout = sys.stderr   # print() in the parser goes to stderr, never into the reply
     try:
