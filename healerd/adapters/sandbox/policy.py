@@ -50,5 +50,5 @@ class ParserRejected(HealerdError):
 
 
 def forbidden_attribute(name: str) -> bool:
-    """True for an attribute a parser may never name: private, dunder, frame/code internals, format."""
+    """True for an attribute a parser may never name: private or dunder, or of frames, code and generators."""
     return name.startswith("_") or name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES)
