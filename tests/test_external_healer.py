@@ -547,3 +547,14 @@ def test_trim_page_removes_scripts_styles_and_comments():
     assert "var secret" not in out and "td{}" not in out and "build 42" not in out
     assert "<svg" not in out and "noscript" not in out and 'class="name"' in out
     assert len(trim_page(NEW_PAGE * 100, 500)) == 500
+
+
+def test_a_code_healer_is_told_what_the_parser_check_refuses():
+    from healerd.adapters.prompt import PARSER_RULES
+
+    bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": "def parse(html):\n    return {'name': 'x'}\n",
+                    "fields": {"name": {"type": "str"}}})
+    text = build_messages(make_ctx(blueprint=bp, url=bp.url), 1, [])[1]["content"]
+    assert PARSER_RULES in text and "rebind any built-in name" in text
+    assert PARSER_RULES in build_messages(make_ctx(), 5, [])[1]["content"]   # the deep tier may answer code
+    assert PARSER_RULES not in build_messages(make_ctx(), 1, [])[1]["content"]

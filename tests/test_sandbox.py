@@ -165,7 +165,7 @@ def test_bad_results_and_exceptions_are_rejected_with_a_reason(code, reason):
     ("def parse(html):\n    return {'a': open('/etc/passwd').read()}\n", "forbidden name 'open'"),
     ("def parse(html):\n    return eval('1')\n", "forbidden name 'eval'"),
     ("def parse(html):\n    exec('x=1')\n", "forbidden name 'exec'"),
-    ("def parse(html):\n    return __import__('os')\n", "forbidden name '__import__'"),
+    ("def parse(html):\n    return __import__('os')\n", "dunder name '__import__'"),
     ("def parse(html):\n    return globals()\n", "forbidden name 'globals'"),
     ("def parse(html):\n    return vars()\n", "forbidden name 'vars'"),
     ("def parse(html):\n    breakpoint()\n", "forbidden name 'breakpoint'"),
@@ -179,16 +179,68 @@ def test_bad_results_and_exceptions_are_rejected_with_a_reason(code, reason):
     ("from json import decoder\ndef parse(html):\n    return {}\n", "imports the module json.decoder"),
     ("from re import enum\ndef parse(html):\n    return {}\n", "imports the module re.enum"),
     ("from string import Formatter\ndef parse(html):\n    return {}\n", "'Formatter' from 'string'"),
+    ("import string\ndef parse(html):\n    return {'a': string.Formatter().format(html)}\n",
+     "uses string.Formatter, which is not allowed"),
     ("import json\ndef parse(html):\n    match json.dumps:\n        case object(__globals__=g): pass\n",
-     "class pattern that names attributes (__globals__=...)"),
-    ("import json\ndef parse(html):\n    match json:\n        case object(x): pass\n", "positional class pattern"),
+     "class pattern in match (case X(...))"),
+    ("import json\ndef parse(html):\n    match json:\n        case object(x): pass\n", "class pattern in match"),
+    ("def parse(html):\n    match html:\n        case str(s): pass\n", "class pattern in match"),
     ("import json\ndef parse(html):\n    return {'x': '{0.__globals__}'.format(json.dumps)}\n",
-     "formats the field {0.__globals__}"),
+     "dunder name '__globals__' in a string"),
+    ("import json\ndef parse(html):\n    return {'x': '{0.real}'.format(1)}\n", "formats the field {0.real}"),
     ("def parse(html):\n    return {'x': '{0[k]}'.format({'k': 1})}\n", "formats the field {0[k]}"),
     ("def parse(html):\n    t = '{0}'\n    return {'x': t.format(1)}\n", "other than on a string literal"),
     ("def parse(html):\n    return {'x': str.format_map('{a}', {})}\n", ".format_map() other than"),
     ("class A:\n    def __reduce__(self):\n        return ()\ndef parse(html):\n    return {}\n",
-     "special method '__reduce__'"),
+     "defines the dunder name '__reduce__'"),
+    # The allow-list: what a parser may not bind, name, or build, each refused naming its line.
+    ("def parse(html):\n    str = 1\n    return {}\n", "rebinds the built-in name 'str' by assignment (line 2)"),
+    ("def len(x):\n    return 1\ndef parse(html):\n    return {}\n", "rebinds the built-in name 'len'"),
+    ("def parse(html):\n    for str in []:\n        pass\n", "rebinds the built-in name 'str' by assignment (line 2)"),
+    ("def parse(html):\n    if (len := 3):\n        pass\n", "rebinds the built-in name 'len'"),
+    ("import re as str\ndef parse(html):\n    return {}\n", "rebinds the built-in name 'str' by an import"),
+    ("from json import loads as min\ndef parse(html):\n    return {}\n", "rebinds the built-in name 'min'"),
+    ("def parse(html, str=None):\n    return {}\n", "rebinds the built-in name 'str' as an argument"),
+    ("def parse(html):\n    f = lambda id: id\n    return {}\n", "rebinds the built-in name 'id'"),
+    ("def parse(html):\n    try:\n        pass\n    except ValueError as type:\n        pass\n",
+     "rebinds the built-in name 'type'"),
+    ("def parse(html):\n    global max\n    return {}\n", "rebinds the built-in name 'max'"),
+    ("def parse(html):\n    del str\n", "rebinds the built-in name 'str' by deleting it"),
+    ("def parse(html):\n    match html:\n        case [*str]: pass\n", "rebinds the built-in name 'str'"),
+    ("class dict:\n    pass\ndef parse(html):\n    return {}\n", "rebinds the built-in name 'dict'"),
+    ("def parse(html):\n    M = type('M', (), {})\n", "calls type() with 3 arguments"),
+    ("def parse(html):\n    t = type\n", "uses 'type' other than as type(x)"),
+    ("def parse(html):\n    return type(type)('M', (), {})\n", "calls what type() returned"),
+    ("class M(type):\n    pass\ndef parse(html):\n    return {}\n", "uses 'type' other than as type(x)"),
+    ("class A(object, metaclass=M):\n    pass\ndef parse(html):\n    return {}\n",
+     "class statement keywords (metaclass=...)"),
+    ("class A(dict(a=1).__class__):\n    pass\ndef parse(html):\n    return {}\n", "computed base"),
+    ("def parse(html):\n    return {'a': getattr(html, 'up' + 'per')()}\n", "computed or missing attribute name"),
+    ("def parse(html):\n    f = getattr\n", "uses 'getattr' other than as a call"),
+    ("def parse(html):\n    return {'a': getattr(*[html, 'upper'])}\n", "computed or missing attribute name"),
+    ("def parse(html):\n    return {'a': getattr(html, 'gi_frame')}\n", "getattr() on the attribute 'gi_frame'"),
+    ("def parse(html):\n    return {'a': getattr(html, 'format')}\n", "getattr() on the attribute 'format'"),
+    ("def parse(html):\n    return {'a': '__globals__'}\n", "dunder name '__globals__' in a string"),
+    ("def parse(html):\n    return {'a': b'__class__'}\n", "dunder name '__class__' in a string"),
+    ("def parse(html):\n    return {'a': '__glob' + 'als__'}\n", "dunder name '__globals__' in a string"),
+    ("def parse(html):\n    return {'a': '_' * 2 + 'class' + '_' * 2}\n", "dunder name '__class__' in a string"),
+    ("def parse(html):\n    return {'a': f'__{html}__'}\n", "dunder name '__…__' in a string"),
+    ("def parse(html):\n    return {'a': ''.join(['_', '_mro_', '_'])}\n", "dunder name '__mro__' in a string"),
+    ("def parse(html):\n    return {'a': '{}{}{}'.format('__', 'dict', '__')}\n", "dunder name '__dict__'"),
+    ("def parse(html):\n    return {'a': '__%s__' % 'class'}\n", "dunder name '__class__' in a string"),
+    ("def parse(html):\n    return {'a': 'x__class__'[1:]}\n", "dunder name '__class__' in a string"),
+    ("def parse(html):\n    return {'a': chr(95) + chr(95) + 'class' + chr(95) * 2}\n", "dunder name '__class__'"),
+    ("def parse(html):\n    return {'a': f'{html.__class__}'}\n", "private attribute '__class__'"),
+    ("def parse(html):\n    return dict(__x__=1)\n", "dunder name '__x__' as a keyword argument"),
+    ("if __name__ == 'x':\n    pass\ndef parse(html):\n    return {}\n", "dunder name '__name__'"),
+    ("def parse(html):\n    return {'a': vars()}\n", "forbidden name 'vars'"),
+    ("def parse(html):\n    return {'a': [*globals()]}\n", "forbidden name 'globals'"),
+    ("@print\ndef f():\n    pass\ndef parse(html):\n    return {}\n", "uses a decorator other than"),
+    ("async def f():\n    pass\ndef parse(html):\n    return {}\n", "async function (async def)"),
+    ("def parse(html):\n    try:\n        pass\n    except* ValueError:\n        pass\n", "uses except*"),
+    ("def parse(html):\n    def g():\n        yield 1\n    return g().gi_frame\n", "attribute 'gi_frame'"),
+    ("def parse(html):\n    return {'a': html.f_lasti}\n", "attribute 'f_lasti'"),
+    ("def parse(html):\n    return {'a': '{:,}'.format(1)}\n    x = y.__dict__\n", "(line 3)"),
 ])
 def test_the_static_check_refuses_dangerous_code(code, reason):
     with pytest.raises(ParserRejected) as info:
@@ -203,8 +255,29 @@ def test_the_static_check_accepts_ordinary_parsers():
     check_parser_source("import datetime, json, math, string, itertools, collections, functools, decimal, html\n"
                         "import unicodedata, urllib.parse, selectolax, selectolax.lexbor\n"
                         "from collections import Counter\nfrom urllib import parse as up\nfrom json import dumps\n"
-                        "def parse(html):\n    match html:\n        case str(s):\n            pass\n"
+                        "def parse(html):\n    match html:\n        case 'a' | None:\n            pass\n"
+                        "        case [x, *rest] if x:\n            pass\n        case {'k': v, **others}:\n"
+                        "            pass\n"
                         "    return {'t': getattr(html, 'upper')(), 'f': '{0} {n:>{w}}'.format(1, n=2, w=3)}\n")
+    # What parsers commonly write: counters, helpers, classes with properties, generators, f-strings,
+    # BEM class names in selectors, cached helpers, type(x) checks, % formatting.
+    check_parser_source(
+        "import re, functools\nfrom collections import Counter, defaultdict\n"
+        "from selectolax.lexbor import LexborHTMLParser\n\n"
+        "@functools.lru_cache(maxsize=None)\ndef clean(text):\n    return ' '.join(text.split())\n\n"
+        "class Row:\n    def setup(self, node):\n        self.node = node\n        return self\n\n"
+        "    @property\n    def name(self):\n        return clean(self.node.text())\n\n"
+        "    @staticmethod\n    def number(text):\n        m = re.search(r'\\d+', text or '')\n"
+        "        return int(m.group(0)) if m else None\n\n"
+        "def rows(tree):\n    yield from (Row().setup(n) for n in tree.css('li.card__item, div.menu__item__link'))\n\n"
+        "def parse(html):\n    tree = LexborHTMLParser(html)\n    seen = Counter()\n    groups = defaultdict(list)\n"
+        "    out = []\n    for i, row in enumerate(rows(tree)):\n        seen[row.name] += 1\n"
+        "        groups[type(row.name) is str].append(i)\n"
+        "        label = f'{i:>3}: {row.name!r}' if row.name else '%d-%s' % (i, 'none')\n"
+        "        out.append({'name': row.name, 'n': Row.number(label), 'label': label})\n"
+        "    try:\n        total = sum(v for v in seen.values())\n    except (ValueError, TypeError) as exc:\n"
+        "        raise ValueError(f'bad page: {exc}') from None\n    assert total >= 0\n"
+        "    return out\n")
 
 
 def test_the_runtime_refuses_what_the_static_check_would_have(tmp_path):
@@ -216,11 +289,24 @@ def test_the_runtime_refuses_what_the_static_check_would_have(tmp_path):
         "import string\ndef parse(html):\n    return {'x': str(string.Formatter)}\n": "has no attribute 'Formatter'",
         "def parse(html):\n    return {'x': str(getattr(html, '_' + '_class__'))}\n": "not allowed",
         "import selectolax.lexbor as lx\ndef parse(html):\n    return {'x': str(lx.logger)}\n": "no attribute 'logger'",
+        "def parse(html):\n    return {'x': str(type('M', (), {}))}\n": "type() takes one argument",
+        "def parse(html):\n    return {'x': str(type(int)('M', (), {}))}\n": "type() takes one argument",
+        "class M(type(int)):\n    pass\ndef parse(html):\n    return {}\n": "metaclasses are not allowed",
+        "class A(metaclass=type(int)):\n    pass\ndef parse(html):\n    return {}\n": "class keywords",
+        "def parse(html):\n    return {'x': getattr(html, 'gi_' + 'frame')}\n": "'gi_frame' is not allowed",
     }
     for code, reason in cases.items():
         with pytest.raises(ParserRejected) as info:
             run_unchecked(code, PAGE)
         assert reason in info.value.reason, (code, info.value.reason)
+
+
+def test_type_of_a_value_and_plain_classes_still_work_in_the_child():
+    code = ("class Box(dict):\n    pass\n\nclass Row:\n    pass\n\n"
+            "def parse(html):\n    b = Box(a=1)\n    r = Row()\n    r.size = len(html)\n"
+            "    return {'s': type(html) is str, 'i': type(r.size) is int, 'box': isinstance(b, dict),\n"
+            "            'row': type(r) is Row, 'n': r.size}\n")
+    assert run_parser(code, PAGE) == {"s": True, "i": True, "box": True, "row": True, "n": len(PAGE)}
 
 
 def test_the_child_sees_an_empty_environment_and_a_fresh_cwd(monkeypatch, tmp_path):

@@ -64,10 +64,10 @@ def bypass_parser(port: int) -> str:
             "    return [{'name': 'x', 'score': '1'}]\n")
 
 
-# Passes the static check; at run time it walks for a module, finds none, then exhausts its memory.
+# Passes the static check; at run time it lists a module's names, then exhausts its memory.
 RUNTIME_HOSTILE = ("import json\n\n"
                    "def parse(html):\n"
-                   "    found = [k for k in dir(json) if hasattr(getattr(json, k), 'modules')]\n"
+                   "    found = [k for k in dir(json) if k.startswith('d')]\n"
                    "    hoard = []\n"
                    "    while True:\n"
                    "        hoard.append('x' * 10 ** 6)\n")

@@ -39,18 +39,26 @@ _BLUEPRINT_FORMAT = (
 )
 
 
+# What the parser check refuses, said to a code healer so that its parser is not refused for it.
+PARSER_RULES = ("The parser must not rebind any built-in name (no `str = ...`, `for id in`, an argument named "
+                "`type`), use no dunder name anywhere (no `__init__`, none in strings), no class patterns in "
+                "`match`, no metaclasses, `type()` only with one argument, `getattr` only with a string literal, "
+                "no decorators but staticmethod, classmethod, property and functools' caches, no async code.")
+
+
 def _task(ctx: DiagnosisContext, tier: str) -> str:
     modules = ", ".join(ALLOWED_IMPORTS)
     if ctx.blueprint.parser:
         answer = ("Answer with ONLY a ```python fenced block holding the whole corrected parser: a function "
                   f"`def parse(html: str) -> dict | list[dict]` that may import only {modules}, and returns "
-                  "strings, numbers or null as values.")
+                  f"strings, numbers or null as values. {PARSER_RULES}")
     else:
         answer = ("Answer with ONLY a ```json fenced block holding the whole corrected blueprint (same format "
                   "and same field names as the current one; do not change url, headers or cookies).")
         if tier == "deep":
             answer += ("\nIf CSS selectors cannot express the extraction, you may instead answer a ```python "
-                       f"fenced block defining `def parse(html: str) -> dict | list[dict]` (imports: {modules}).")
+                       f"fenced block defining `def parse(html: str) -> dict | list[dict]` (imports: {modules}). "
+                       f"{PARSER_RULES}")
     steps = {
         "minimal": "Make the smallest selector change that fixes the error. Change nothing else.",
         "context": ("Use the whole context: what the page looked like when it worked, what the scraper extracts "
