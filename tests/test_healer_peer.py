@@ -26,6 +26,7 @@ from test_external_healer import FIXED, HEALER_TOKEN, make_ctx
 from healerd.adapters import peer
 from healerd.adapters.external import CodeHealerClient, HealerConfig
 from healerd.adapters.openai_backend import OpenAIHealerClient
+from healerd.config import ConfigError, from_dict, load
 from healerd.core.peers import (
     is_loopback_host,
     listeners_for,
@@ -354,3 +355,36 @@ def test_urls_and_loopback_names():
         assert is_loopback_host(host), host
     for host in ("10.0.0.1", "example.com", "localhost.example.com", "", None, "::ffff:10.0.0.1", "0.0.0.0"):
         assert not is_loopback_host(host), host
+
+
+def test_the_config_refuses_what_would_leak(monkeypatch, tmp_path):
+    monkeypatch.delenv("CODE_HEALER_URL", raising=False)
+    monkeypatch.delenv("CODE_HEALER_TOKEN", raising=False)
+
+    def refused(healer: dict) -> str:
+        with pytest.raises(ConfigError) as exc:
+            from_dict({"healer": healer})
+        assert "\n" not in str(exc.value)
+        return str(exc.value)
+
+    assert "plain http" in refused({"url": "http://healer.example/api", "token": "t0ken-xyz"})
+    assert "t0ken-xyz" not in refused({"url": "http://healer.example/api", "token": "t0ken-xyz"})
+    assert "absolute socket path" in refused({"url": "unix:healer.sock"})
+    assert "expected an http:// or https:// URL, or unix:/path/to.sock" in refused({"url": "ftp://h/x"})
+    assert "no user named" in refused({"allowed_user": "no-such-user-here"})
+    assert "[healer] allowed_user" in refused({"allowed_user": ["x"]})
+    assert from_dict({"healer": {"allowed_user": 65534}}).healer.allowed_user == "65534"
+    assert from_dict({"healer": {"allowed_user": "nobody"}}).healer.allowed_user == "nobody"
+    ok = from_dict({"healer": {"url": "unix:/run/healer.sock", "token": "t0ken-xyz"}})
+    assert ok.healer.url == "unix:/run/healer.sock"
+    from_dict({"healer": {"url": "http://healer.example/api"}})      # no token: nothing secret to leak
+    from_dict({"healer": {"url": "http://127.0.0.1:3000/api", "token": "t0ken-xyz"}})
+    # The environment's URL and token meet the same rule.
+    monkeypatch.setenv("CODE_HEALER_URL", "http://healer.example/api")
+    monkeypatch.setenv("CODE_HEALER_TOKEN", "t0ken-xyz")
+    with pytest.raises(ConfigError, match="plain http"):
+        load(None)
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text('[healer]\nurl = "https://file.example/heal"\n')
+    with pytest.raises(ConfigError, match="plain http"):
+        load(str(cfg_file))

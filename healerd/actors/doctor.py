@@ -467,7 +467,7 @@ class Doctor(ServiceActor):
             tried.append("external: not configured")
             return None
         client = make_client(HealerConfig(url=hc.url, token=hc.token, timeouts=tuple(hc.timeouts), kind=hc.kind,
-                                          model=hc.model))
+                                          model=hc.model, allowed_user=str(hc.allowed_user)))
         if client is None:
             tried.append("external: not configured")
             return None
