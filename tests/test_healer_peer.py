@@ -20,7 +20,10 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from healer_server import HealerServer
+from conftest import db_rows
+from healer_server import HealerServer, healed
+from test_e2e_external import FIXED as E2E_FIXED
+from test_e2e_external import add_and_break, healed_version, healer_calls, healer_config
 from test_external_healer import FIXED, HEALER_TOKEN, make_ctx
 
 from healerd.adapters import peer
@@ -388,3 +391,43 @@ def test_the_config_refuses_what_would_leak(monkeypatch, tmp_path):
     cfg_file.write_text('[healer]\nurl = "https://file.example/heal"\n')
     with pytest.raises(ConfigError, match="plain http"):
         load(str(cfg_file))
+
+
+# ------------------------------------------------------------------------- the daemon
+
+
+def test_the_daemon_refuses_an_impostor_healer_with_one_line_and_an_alert(site, daemon_factory, tmp_path,
+                                                                           impostor):
+    imp = impostor()
+    d = daemon_factory(healer_config(f"http://127.0.0.1:{imp.port}/api/heal", token=HEALER_TOKEN,
+                                     cycles=3, timeouts="[5, 5, 5]")).start()
+    add_and_break(d, site, tmp_path)
+    calls = d.wait_for(lambda: healer_calls(d), what="the refused healer call")
+    d.wait_for(lambda: db_rows(d, "SELECT 1 FROM fix_history WHERE source_name = 'stats'"), what="the attempt")
+    calls = healer_calls(d)
+    assert [(c["cycle"], c["outcome"], c["http_status"]) for c in calls] == [(1, "untrusted", None)]   # no cycle 2
+    assert "nobody (uid 65534)" in calls[0]["reason"]
+    alerts = d.wait_for(lambda: [a for a in d.alerts() if a["event"] == "HEAL_FAILED"
+                                 and a["details"].get("cause") == "untrusted_healer"], what="the alert")
+    assert len(alerts) == 1 and alerts[0]["source"] == "stats" and alerts[0]["level"] == "error"
+    assert "nobody (uid 65534)" in alerts[0]["message"]
+    lines = [line for line in d.log().splitlines() if "external healer not called" in line]
+    assert any("WARNING" in line and "nobody (uid 65534)" in line for line in lines), d.log()[-3000:]
+    assert HEALER_TOKEN not in d.log() and HEALER_TOKEN not in json.dumps(d.alerts())
+    imp.settle()
+    assert imp.connections == 0 and imp.received == b""
+    assert d.proc.poll() is None and d.ctl("ping").returncode == 0
+
+
+def test_the_daemon_heals_through_a_unix_socket_healer(site, daemon_factory, tmp_path, shared_dir):
+    path = os.path.join(shared_dir, "healer.sock")
+    good = UnixHealer(path, lambda req: healed(E2E_FIXED, "renamed classes"))
+    try:
+        d = daemon_factory(healer_config(f"unix:{path}:/api/heal", token=HEALER_TOKEN)).start()
+        add_and_break(d, site, tmp_path)
+        v = d.wait_for(lambda: healed_version(d), what="the external fix to be promoted")
+        assert v and [(c["outcome"], c["http_status"]) for c in healer_calls(d)] == [("healed", 200)]
+        assert good.requests[0][0] == "/api/heal"
+        assert good.requests[0][1]["Authorization"] == f"Bearer {HEALER_TOKEN}"
+    finally:
+        good.stop()
