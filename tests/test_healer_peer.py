@@ -48,7 +48,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/proc/n
 REFUSE_ANSWER = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
-def _serve_as_nobody(w: int, unix_path: str | None) -> None:
+def _serve_as_nobody(w: int, unix_path: str | None, host: str) -> None:
     os.setgroups([])
     os.setgid(NOBODY)
     os.setuid(NOBODY)          # before the socket exists: the kernel records its creator's uid
@@ -57,8 +57,10 @@ def _serve_as_nobody(w: int, unix_path: str | None) -> None:
         s.bind(unix_path)
         port = 0
     else:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind(("127.0.0.1", 0))
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        if host == "::":   # both families: an IPv4 client is seen at ::ffff:127.0.0.1 in tcp6
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        s.bind((host, 0))
         port = s.getsockname()[1]
     s.listen(16)
     os.write(w, f"ready {port}\n".encode())
@@ -79,15 +81,15 @@ def _serve_as_nobody(w: int, unix_path: str | None) -> None:
 
 
 class Impostor:
-    """A listener owned by nobody (TCP on 127.0.0.1, or a unix socket): what reached it."""
+    """A listener owned by nobody (TCP on `host`, or a unix socket): what reached it."""
 
-    def __init__(self, unix_path: str | None = None):
+    def __init__(self, unix_path: str | None = None, host: str = "127.0.0.1"):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:   # the child: becomes nobody, listens, reports; never returns into pytest
             try:
                 os.close(r)
-                _serve_as_nobody(w, unix_path)
+                _serve_as_nobody(w, unix_path, host)
             finally:
                 os._exit(0)
         os.close(w)
@@ -129,8 +131,8 @@ class Impostor:
 def impostor():
     made: list[Impostor] = []
 
-    def make(unix_path: str | None = None) -> Impostor:
-        i = Impostor(unix_path)
+    def make(unix_path: str | None = None, host: str = "127.0.0.1") -> Impostor:
+        i = Impostor(unix_path, host)
         made.append(i)
         return i
 
@@ -279,6 +281,34 @@ def test_an_impostor_that_binds_between_check_and_connect_gets_not_a_byte(impost
     imp.settle()
     assert imp.connections == 2        # the raw socket's, and the client's: closed before a byte
     assert imp.received == b""
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback here")
+@pytest.mark.parametrize("skip_listener_check", [False, True], ids=["before-connect", "after-connect"])
+def test_impostors_over_ipv6_and_dual_stack_are_refused_too(impostor, monkeypatch, skip_listener_check):
+    """The tcp6 table is read right (its words, IPv4-mapped addresses): an impostor on ::1, and one on
+    `::` that an IPv4 client reaches, are refused, by the listener check and by the connection check."""
+    if skip_listener_check:
+        monkeypatch.setattr(peer, "check_listeners", lambda *a, **k: None)
+    on_v6, dual = impostor(host="::1"), impostor(host="::")
+    for url in (f"http://[::1]:{on_v6.port}/api/heal", f"http://127.0.0.1:{dual.port}/api/heal",
+                f"http://[::1]:{dual.port}/api/heal"):
+        with CodeHealerClient(HealerConfig(url=url, token=HEALER_TOKEN)) as client:
+            res = client.heal_cycle(make_ctx(), 1, [])
+        assert res.outcome == "untrusted" and "nobody (uid 65534)" in res.reason, (url, res.reason)
+    for imp in (on_v6, dual):
+        imp.settle()
+        assert imp.received == b""
+    assert (on_v6.connections, dual.connections) == ((0, 0) if not skip_listener_check else (1, 2))
 
 
 def test_allowed_user_lets_that_user_serve_the_healer(impostor):
