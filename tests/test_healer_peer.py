@@ -462,3 +462,24 @@ def test_the_daemon_heals_through_a_unix_socket_healer(site, daemon_factory, tmp
         assert good.requests[0][1]["Authorization"] == f"Bearer {HEALER_TOKEN}"
     finally:
         good.stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare(1)")
+def test_the_table_is_readable_under_the_units_proc_subset():
+    """The shipped unit mounts /proc with ProcSubset=pid, which hides /proc/net: the check reads
+    the daemon's own /proc/self/net instead and still sees a listener and its owner."""
+    import subprocess
+    import sys
+
+    probe = ("import socket; from healerd.adapters import peer; from healerd.core.peers import listeners_for, "
+             "normal_ip\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+             "print([e.uid for e in listeners_for(peer.read_tcp_table(), normal_ip('127.0.0.1'), "
+             "s.getsockname()[1])])")
+    script = ("mount -t proc -o subset=pid proc /proc && test ! -e /proc/net && "
+              f"exec {sys.executable} -c \"$PROBE\"")
+    r = subprocess.run(["unshare", "--mount", "sh", "-c", script], env={**os.environ, "PROBE": probe},
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 and "mount" in r.stderr and "permission" in r.stderr.lower():
+        pytest.skip(f"cannot mount a proc here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[0]"
