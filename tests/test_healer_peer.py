@@ -207,6 +207,8 @@ def test_the_tcp_table_is_read_as_the_kernel_writes_it():
     assert (str(listen.local[0]), listen.local[1], listen.state, listen.uid, listen.inode) == \
         ("127.0.0.1", 8080, 0x0A, NOBODY, 4242)
     assert (str(conn.remote[0]), conn.remote[1], conn.uid) == ("127.0.0.1", 8080, 0)
+    assert parse_proc_net_tcp(text, v6=False, local_port=8080) == [listen]      # rows of one local port only
+    assert parse_proc_net_tcp(text, v6=False, local_port=0xDCD4) == [conn]
     v6 = ("  sl  local_address                         remote_address                        st tx_queue ...\n"
           "   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 "
           "00:00000000 00000000  1000        0 77 1 0\n"

@@ -98,8 +98,9 @@ def _allowed_text() -> str:
     return f"root, healerd's user {describe_uid(os.geteuid())} or [healer] allowed_user"
 
 
-def read_tcp_table() -> list[TcpEntry]:
-    """Every row of the kernel's TCP tables (IPv4 and IPv6); PeerRefused when there is none to read (not Linux)."""
+def read_tcp_table(local_port: int | None = None) -> list[TcpEntry]:
+    """The rows of the kernel's TCP tables (IPv4 and IPv6), only those on `local_port` when given;
+    PeerRefused when there is no table to read (not Linux)."""
     entries: list[TcpEntry] = []
     read_any = False
     for path, v6 in PROC_TABLES:
@@ -109,7 +110,7 @@ def read_tcp_table() -> list[TcpEntry]:
         except OSError:
             continue            # tcp6 is missing when IPv6 is off
         read_any = True
-        entries.extend(parse_proc_net_tcp(text, v6))
+        entries.extend(parse_proc_net_tcp(text, v6, local_port))
     if not read_any:
         raise PeerRefused("cannot tell who listens: /proc/self/net/tcp cannot be read; nothing was sent")
     return entries
@@ -128,7 +129,7 @@ def check_listeners(host: str, port: int, allowed: frozenset[int], what: str = "
         return
     bare = host.strip().strip("[]").rstrip(".").lower()
     targets: Iterable[str] = ("127.0.0.1", "::1") if bare == "localhost" else (bare,)
-    table = read_tcp_table() if entries is None else entries
+    table = read_tcp_table(port) if entries is None else entries
     for target in targets:
         for e in listeners_for(table, normal_ip(target), port):
             if e.uid not in allowed:
@@ -148,7 +149,7 @@ def check_connected(sock: socket.socket, allowed: frozenset[int], *, plain_secre
     for attempt in range(SERVER_SIDE_TRIES if loopback else 1):
         if attempt:
             time.sleep(SERVER_SIDE_PAUSE_S)
-        found = server_side(read_tcp_table(), local, peer)
+        found = server_side(read_tcp_table(peer[1]), local, peer)
         if found is not None:
             break
     if found is not None:

@@ -111,14 +111,18 @@ def _address(field: str, v6: bool) -> tuple[IPAddress, int]:
     return normal_ip(ip), int(hex_port, 16)
 
 
-def parse_proc_net_tcp(text: str, v6: bool) -> list[TcpEntry]:
-    """The rows of /proc/net/tcp (`v6` False) or /proc/net/tcp6 (True); malformed rows are skipped."""
+def parse_proc_net_tcp(text: str, v6: bool, local_port: int | None = None) -> list[TcpEntry]:
+    """The rows of /proc/net/tcp (`v6` False) or /proc/net/tcp6 (True), only those whose local port
+    is `local_port` when given (both questions asked of the table are about one local port, and a
+    busy machine has thousands of rows); malformed rows are skipped."""
     out: list[TcpEntry] = []
     for line in text.splitlines()[1:]:
         f = line.split()
         if len(f) < 10:
             continue
         try:
+            if local_port is not None and int(f[1].rpartition(":")[2], 16) != local_port:
+                continue
             out.append(TcpEntry(local=_address(f[1], v6), remote=_address(f[2], v6), state=int(f[3], 16),
                                 uid=int(f[7]), inode=int(f[9])))
         except (ValueError, OSError, struct.error):
