@@ -2,7 +2,8 @@
 """A small reference healer: healerd's code-healer HTTP API in front of any OpenAI-compatible server.
 
     python3 contrib/reference_healer.py --upstream http://127.0.0.1:8080 --model qwen2.5-coder \
-        [--listen 127.0.0.1:3000] [--token SECRET] [--upstream-key KEY] [--timeout 110]
+        [--listen 127.0.0.1:3000 | --listen unix:/run/healer/healer.sock] [--token SECRET] \
+        [--upstream-key KEY] [--timeout 110]
 
 Then, in healerd.toml:
 
@@ -10,6 +11,10 @@ Then, in healerd.toml:
     url = "http://127.0.0.1:3000/api/heal"
     token = "SECRET"            # only when started with --token
     kind = "code-healer"
+
+(with `--listen unix:/run/healer/healer.sock`: `url = "unix:/run/healer/healer.sock:/api/heal"`;
+healerd checks who serves a unix socket or a loopback port before it sends anything, so run
+this as root, as healerd's user, or as the user named in `[healer] allowed_user`.)
 
 The upstream is anything speaking POST /v1/chat/completions: llama.cpp's `llama-server`,
 Ollama (`http://127.0.0.1:11434`), vLLM, or a hosted API (`--upstream-key` or
@@ -25,6 +30,8 @@ import json
 import os
 import re
 import socket
+import socketserver
+import stat
 import sys
 import urllib.error
 import urllib.request
@@ -169,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--upstream", required=True, help="base URL of the OpenAI-compatible server")
     p.add_argument("--model", default=os.environ.get("HEALER_MODEL", ""), help="the model name to ask for")
-    p.add_argument("--listen", default="127.0.0.1:3000", help="HOST:PORT to serve on (port 0: any free port)")
+    p.add_argument("--listen", default="127.0.0.1:3000",
+                   help="HOST:PORT to serve on (port 0: any free port), or unix:/path/to.sock")
     p.add_argument("--token", default=os.environ.get("CODE_HEALER_TOKEN"),
                    help="require this bearer token from healerd (default: $CODE_HEALER_TOKEN; none: no auth)")
     p.add_argument("--upstream-key", default=os.environ.get("OPENAI_API_KEY"),
@@ -177,13 +185,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=110.0,
                    help="seconds to wait for the model (keep it under healerd's cycle timeout)")
     args = p.parse_args(argv)
-    host, _, port = args.listen.rpartition(":")
-    server = ThreadingHTTPServer((host or "127.0.0.1", int(port)),
-                                 make_handler(Upstream(args.upstream, args.model, args.upstream_key, args.timeout),
-                                              args.token))
-    server.daemon_threads = True
-    print(f"reference healer on http://{server.server_address[0]}:{server.server_address[1]}/api/heal "
-          f"-> {args.upstream}", flush=True)
+    handler = make_handler(Upstream(args.upstream, args.model, args.upstream_key, args.timeout), args.token)
+    server: socketserver.BaseServer
+    if args.listen.startswith("unix:"):
+        path = args.listen[len("unix:"):]
+        try:   # a socket left by an earlier run of ours is replaced; anything else is not touched
+            if stat.S_ISSOCK(os.lstat(path).st_mode) and os.lstat(path).st_uid == os.geteuid():
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+        unix_server = socketserver.ThreadingUnixStreamServer(path, handler)
+        unix_server.daemon_threads = True
+        server, where = unix_server, f"unix:{path}:/api/heal"
+    else:
+        host, _, port = args.listen.rpartition(":")
+        tcp_server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
+        tcp_server.daemon_threads = True
+        server = tcp_server
+        where = f"http://{tcp_server.server_address[0]}:{tcp_server.server_address[1]}/api/heal"
+    print(f"reference healer on {where} -> {args.upstream}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

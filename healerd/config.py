@@ -79,6 +79,7 @@ class HealerSection:
     cycles: int = 5                        # external cycles per Doctor attempt, at most len(timeouts)
     daily_budget_per_source: int = 10      # external calls per source per 24 h
     daily_budget_total: int = 100          # external calls in total per 24 h
+    allowed_user: str = ""                 # a local healer may listen as root, the daemon's user or this user
 
     def __post_init__(self) -> None:
         if not isinstance(self.token, Secret):   # never printed: repr(Config) shows token=Secret('***')
@@ -116,12 +117,18 @@ class Config:
 
     def with_env(self) -> Config:
         """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
-        healer = self.healer
-        if os.environ.get("CODE_HEALER_URL"):
-            healer = replace(healer, url=os.environ["CODE_HEALER_URL"])
-        if os.environ.get("CODE_HEALER_TOKEN"):
-            healer = replace(healer, token=os.environ["CODE_HEALER_TOKEN"])
+        healer = _env_healer(self.healer)
+        if healer is not self.healer:
+            _check_healer(healer)   # the environment's URL and token meet the same rules as the file's
         return replace(self, healer=healer)
+
+
+def _env_healer(healer: HealerSection) -> HealerSection:
+    if os.environ.get("CODE_HEALER_URL"):
+        healer = replace(healer, url=os.environ["CODE_HEALER_URL"])
+    if os.environ.get("CODE_HEALER_TOKEN"):
+        healer = replace(healer, token=os.environ["CODE_HEALER_TOKEN"])
+    return healer
 
 
 _DURATIONS = {
@@ -144,6 +151,12 @@ def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{where}: expected \"auto\" or a whole number >= 0, got {value!r}")
         return value
+    if (section, key) == ("healer", "allowed_user"):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return str(value)
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a user name or a uid, got {value!r}")
+        return value.strip()
     if (section, key) in _DURATIONS:
         try:
             return parse_duration(value, where)
@@ -222,9 +235,32 @@ def _check(cfg: Config) -> None:
         raise ConfigError("[fetch] per_host_concurrency: at least 1")
     if not cfg.healer.timeouts:
         raise ConfigError("[healer] timeouts: at least one timeout")
+    _check_healer(_env_healer(cfg.healer))   # what will be used: the environment's url/token win
     _check_browser(cfg.browser)
     if cfg.alerts.webhook and not _is_http_url(cfg.alerts.webhook):
         raise ConfigError("[alerts] webhook: expected an http:// or https:// URL")
+
+
+def _check_healer(h: HealerSection) -> None:
+    """The healer's URL is one healerd can reach, a token never goes over plain http to another
+    host, and `allowed_user` names a user (docs/HEALER_API.md, "Who receives the request")."""
+    from healerd.adapters.peer import resolve_user
+    from healerd.core.peers import plain_secret_refusal, split_unix_url
+
+    if h.url:
+        try:
+            unix = split_unix_url(h.url)
+        except ValueError as exc:
+            raise ConfigError(f"[healer] url: {exc}") from None
+        if unix is None and not _is_http_url(h.url):
+            raise ConfigError("[healer] url: expected an http:// or https:// URL, or unix:/path/to.sock")
+        refusal = plain_secret_refusal(h.url, bool(h.token))
+        if refusal:
+            raise ConfigError(f"[healer] url: {refusal}")
+    try:
+        resolve_user(h.allowed_user)
+    except ValueError as exc:
+        raise ConfigError(f"[healer] allowed_user: {exc}") from None
 
 
 def _check_browser(b: BrowserSection) -> None:

@@ -151,8 +151,8 @@ def test_env_sets_the_healer_url_and_token(monkeypatch, tmp_path):
 
 def test_env_applies_one_key_at_a_time(monkeypatch, tmp_path):
     monkeypatch.setenv("CODE_HEALER_TOKEN", "only-the-token")
-    cfg = load(write(tmp_path, '[healer]\nurl = "http://file/heal"\ntimeouts = [5]\n'))
-    assert (cfg.healer.url, cfg.healer.token, cfg.healer.timeouts) == ("http://file/heal", "only-the-token", (5.0,))
+    cfg = load(write(tmp_path, '[healer]\nurl = "https://file/heal"\ntimeouts = [5]\n'))
+    assert (cfg.healer.url, cfg.healer.token, cfg.healer.timeouts) == ("https://file/heal", "only-the-token", (5.0,))
 
 
 def test_an_empty_env_var_does_not_override(monkeypatch, tmp_path):
@@ -161,8 +161,8 @@ def test_an_empty_env_var_does_not_override(monkeypatch, tmp_path):
 
 
 def test_without_env_the_file_wins(tmp_path):
-    cfg = load(write(tmp_path, '[healer]\nurl = "http://file/heal"\ntoken = "t"\n'))
-    assert (cfg.healer.url, cfg.healer.token) == ("http://file/heal", "t")
+    cfg = load(write(tmp_path, '[healer]\nurl = "https://file/heal"\ntoken = "t"\n'))
+    assert (cfg.healer.url, cfg.healer.token) == ("https://file/heal", "t")
 
 
 # -- refusals ----------------------------------------------------------------------------------

@@ -124,3 +124,30 @@ def test_the_reference_healer_wants_the_token_and_says_what_went_wrong(healer_pr
             fake.stop()
         except Exception:
             pass
+
+
+def test_the_reference_healer_serves_healerd_over_a_unix_socket(site, daemon_factory, tmp_path, healer_proc):
+    import os
+    import shutil
+    import tempfile
+
+    fake = FakeOpenAI(f"```json\n{json.dumps(FIXED)}\n```\nrenamed the selectors to the new classes")
+    sock_dir = tempfile.mkdtemp(prefix="rh-", dir="/tmp")   # a unix socket path must stay short
+    try:
+        url = healer_proc(fake.url, "--token", "s3cret-token", "--listen", f"unix:{sock_dir}/healer.sock")
+        assert url == f"unix:{sock_dir}/healer.sock:/api/heal"
+        cfg = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["external"]') + \
+            f'[healer]\nurl = "{url}"\ntoken = "s3cret-token"\nkind = "code-healer"\ntimeouts = [20]\ncycles = 1\n'
+        site.page("/stats", listing_v1())
+        d = daemon_factory(cfg).start()
+        bp = write_blueprint(tmp_path / "stats.json", site.url("/stats"))
+        assert d.ctl("add", "stats", "--blueprint", bp).returncode == 0
+        assert d.ctl("run", "stats").returncode == 0
+        assert d.ctl("pause", "stats").returncode == 0
+        site.page("/stats", listing_v2())
+        r = d.ctl("heal", "stats")
+        assert r.returncode == 0 and "promoted version 2 by external" in r.stdout, r.stdout + d.log()[-3000:]
+        assert os.path.exists(f"{sock_dir}/healer.sock") and fake.requests
+    finally:
+        fake.stop()
+        shutil.rmtree(sock_dir, ignore_errors=True)

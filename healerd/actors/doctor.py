@@ -467,7 +467,7 @@ class Doctor(ServiceActor):
             tried.append("external: not configured")
             return None
         client = make_client(HealerConfig(url=hc.url, token=hc.token, timeouts=tuple(hc.timeouts), kind=hc.kind,
-                                          model=hc.model))
+                                          model=hc.model, allowed_user=str(hc.allowed_user)))
         if client is None:
             tried.append("external: not configured")
             return None
@@ -498,6 +498,15 @@ class Doctor(ServiceActor):
             self.registry.write(Ledger.record_healer_call, name=ctx.source_name, cycle=cycle, backend=hc.kind,
                                 started_at=started, duration_ms=res.duration_ms, http_status=res.http_status,
                                 outcome=res.outcome, reason=res.reason)
+            if res.outcome == "untrusted":
+                # Nothing was sent: whoever answers there is not trusted with the token and the page.
+                # The next cycle would meet the same listener: one line, one alert, no more cycles.
+                tried.append(f"external cycle {cycle}: {res.outcome}: {res.reason}")
+                log.warning("%s: external healer not called: %s", ctx.source_name, res.reason)
+                self.registry.tell("alerter", Alert("HEAL_FAILED", ctx.source_name,
+                                                    f"external healer not called: {res.reason}", "error",
+                                                    {"cause": "untrusted_healer", "cycle": cycle}, None))
+                break
             if not res.ok or res.blueprint is None:
                 tried.append(f"external cycle {cycle}: {res.outcome}: {res.reason}")
                 history.append({"cycle": cycle, "outcome": res.outcome, "reason": res.reason,

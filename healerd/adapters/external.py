@@ -22,25 +22,29 @@ from urllib.parse import urlsplit
 import httpx
 
 from healerd.adapters.fetch import tls_context
+from healerd.adapters.peer import PeerRefused, allowed_uids, guarded_client
 from healerd.adapters.sandbox import ParserRejected, check_parser_source
 from healerd.core.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.peers import plain_secret_refusal, request_url, split_unix_url
 from healerd.core.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")
-OUTCOMES = ("healed", "timeout", "http_error", "bad_response", "refused", "error")
+# `untrusted`: nothing was sent, the other end is not trusted with the request (adapters/peer.py).
+OUTCOMES = ("healed", "timeout", "http_error", "bad_response", "refused", "error", "untrusted")
 
 
 @dataclass
 class HealerConfig:
-    url: str = ""                 # or env CODE_HEALER_URL
+    url: str = ""                 # or env CODE_HEALER_URL; http(s)://... or unix:/path/to.sock[:/request/path]
     token: str = ""               # or env CODE_HEALER_TOKEN: sent as Authorization: Bearer
     timeouts: tuple[float, ...] = (30, 45, 60, 90, 120)   # per cycle, seconds
     kind: str = "code-healer"     # or "openai"
     model: str = ""               # for kind="openai"
     max_page_chars: int = 60_000  # page.html cut to this after trimming scripts/styles
     max_file_bytes: int = 2_000_000   # a modified file larger than this is refused
+    allowed_user: str = ""        # besides root and the daemon's user, who may serve a local healer
 
     @classmethod
     def from_env(cls, base: HealerConfig) -> HealerConfig:
@@ -48,7 +52,8 @@ class HealerConfig:
         return cls(url=os.environ.get("CODE_HEALER_URL") or base.url,
                    token=os.environ.get("CODE_HEALER_TOKEN") or base.token,
                    timeouts=tuple(base.timeouts), kind=base.kind, model=base.model,
-                   max_page_chars=base.max_page_chars, max_file_bytes=base.max_file_bytes)
+                   max_page_chars=base.max_page_chars, max_file_bytes=base.max_file_bytes,
+                   allowed_user=base.allowed_user)
 
     def timeout_for(self, cycle: int) -> float:
         """The cycle's timeout: timeouts[cycle-1], clamped to the last one."""
@@ -65,7 +70,7 @@ class HealerConfig:
 class CycleResult:
     cycle: int
     ok: bool
-    outcome: str                  # healed | timeout | http_error | bad_response | refused | error
+    outcome: str                  # healed | timeout | http_error | bad_response | refused | error | untrusted
     reason: str                   # one clear line
     blueprint: Blueprint | None   # the candidate
     changes_summary: str
@@ -403,6 +408,8 @@ def post_json(client: httpx.Client, url: str, data: bytes, headers: dict[str, st
                 if time.monotonic() > deadline:
                     return HttpAnswer(resp.status_code, b"", "timeout", f"timed out after {timeout:g}s")
             return HttpAnswer(resp.status_code, bytes(body), None, "")
+    except PeerRefused as exc:   # the other end is not trusted: not a byte of the request was written
+        return HttpAnswer(None, b"", "untrusted", str(exc))
     except httpx.TimeoutException:
         return HttpAnswer(None, b"", "timeout", f"timed out after {timeout:g}s")
     except httpx.HTTPError as exc:
@@ -457,7 +464,12 @@ class _ClientBase:
         self.config = config
         self._own = client is None
         # The process's one TLS context: a client per heal attempt would load the CA bundle each time.
-        self.client = client or httpx.Client(follow_redirects=False, verify=tls_context())
+        # Every connection is checked before the request is written: who listens on a loopback port,
+        # who serves a unix socket (healerd.adapters.peer).
+        self.client = client or guarded_client(
+            config.url, allowed_uids(config.allowed_user), verify=tls_context(),
+            plain_secret=bool(config.token) and split_unix_url(config.url) is None
+            and config.url.lower().startswith("http:"))
 
     def close(self) -> None:
         if self._own:
@@ -499,6 +511,10 @@ class _ClientBase:
         except Exception as exc:
             return self._result(ctx, cycle, "error", f"cannot build the request: {type(exc).__name__}: {exc}",
                                 started=started)
+        refusal = plain_secret_refusal(self.config.url, bool(self.config.token))
+        if refusal:
+            return self._result(ctx, cycle, "untrusted", f"refused to send to the healer: {refusal}; nothing was sent",
+                                started=started)
         timeout = self.config.timeout_for(cycle)
         ans = post_json(self.client, self._endpoint(), data, self._headers(), timeout, self._max_answer())
         n = len(data)
@@ -539,7 +555,7 @@ class CodeHealerClient(_ClientBase):
         return build_request(ctx, cycle, history, self.config)
 
     def _endpoint(self) -> str:
-        return self.config.url
+        return request_url(self.config.url)
 
     def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> Answer:
         try:

@@ -13,6 +13,7 @@ import re
 from healerd.adapters.external import Answer, CodeHealerClient, HealerConfig, _ClientBase, candidate_from_files
 from healerd.adapters.prompt import build_messages
 from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.peers import request_url
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 
@@ -56,7 +57,7 @@ class OpenAIHealerClient(_ClientBase):
         return build_chat_request(ctx, cycle, history, self.config)
 
     def _endpoint(self) -> str:
-        return chat_url(self.config.url)
+        return chat_url(request_url(self.config.url))
 
     def _read_answer(self, ctx: DiagnosisContext, body: bytes) -> Answer:
         try:
