@@ -10,7 +10,6 @@ Secrets are masked before anything leaves.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -27,6 +26,7 @@ from healerd.actors.registry import ActorRegistry
 from healerd.adapters.fetch import tls_context
 from healerd.config import Config
 from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.core.terminal import json_text, visible
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store.db import connect, open_db
@@ -71,9 +71,9 @@ class AlertDeduper:
 
 def format_line(alert: dict) -> str:
     """The stderr line of an alert: always one line."""
-    src = alert.get("source") or "-"
-    message = " ".join(str(alert["message"]).splitlines())
-    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {alert['event']}: {message}"
+    src = visible(alert.get("source") or "-")
+    message = visible(alert["message"])   # a page's or a healer's text: its escape sequences shown, not acted on
+    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {visible(alert['event'])}: {message}"
 
 
 class _Webhook(threading.Thread):
@@ -197,7 +197,7 @@ class Alerter(pykka.ThreadingActor):
             "message": mask_text(a.message, secrets := self._source_secrets(a.source)),
             "details": mask_mapping(a.details or {}, secrets),
         }
-        self.fh.write(json.dumps(alert, ensure_ascii=False, default=str) + "\n")
+        self.fh.write(json_text(alert, default=str) + "\n")   # C1 characters escaped too, for whoever tails it
         self.fh.flush()
         # One write call: print() writes the text and the newline apart, and a log line from
         # another thread could land between them.
