@@ -25,6 +25,7 @@ Every problem raises BlueprintError naming the key it is about.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.errors import HealerdError
+from healerd.core.terminal import escaped
 from healerd.core.timeutil import parse_duration
 
 FIELD_TYPES = ("str", "int", "float")
@@ -210,11 +212,25 @@ def check_url(url: Any, key: str = "url") -> str:
     return url.strip()
 
 
+# A header (or cookie) name is an HTTP token (RFC 9110 5.1); a value is visible characters, spaces
+# and tabs: a CR or LF would split the request (and the browser path hangs on it until its timeout),
+# any other control character has no business in a header either.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BAD_VALUE_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def _str_map(value: Any, key: str) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise BlueprintError(key, "expected a table of string keys to string values")
+    for name, text in value.items():
+        if not _TOKEN.fullmatch(name):
+            raise BlueprintError(f"{key}.{escaped(name)}", "not a valid name: letters, digits and !#$%&'*+-.^_`|~ only")
+        bad = _BAD_VALUE_CHAR.search(text)
+        if bad:
+            raise BlueprintError(f"{key}.{name}", f"the value holds a control character ({escaped(bad.group(0))}); "
+                                                  f"CR, LF and other controls are not allowed in a header")
     return dict(value)
 
 
