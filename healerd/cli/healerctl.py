@@ -633,8 +633,10 @@ def _window(ctx, param, value) -> float:
         seconds = parse_duration(value, "--window")
     except ValueError as exc:
         raise click.BadParameter(str(exc).split(": ", 1)[-1]) from None
-    if seconds <= 0:
+    if not seconds > 0:
         raise click.BadParameter("must be greater than zero")
+    if seconds == float("inf"):
+        raise click.BadParameter("too large: give a finite duration like 7d")
     return seconds
 
 
