@@ -182,10 +182,12 @@ class Alerter(pykka.ThreadingActor):
     def _emit(self, a: Alert) -> None:
         now = time.time()
         # An automatic rollback is other news than the fix it undoes, and a storage fault other news
-        # than a network outage: each is deduplicated on its own.
+        # than a network outage: each is deduplicated on its own; each storage episode is news too.
         details = a.details or {}
         kind = "rollback" if details.get("rollback") else details.get("cause")
         key = f"{a.event}/{kind}" if kind else a.event
+        if details.get("episode") is not None:
+            key = f"{key}/{details['episode']}"
         if not self.deduper.should_send(a.source, key, a.state, now):
             log.debug("alert %s for %s deduplicated", a.event, a.source)
             return
