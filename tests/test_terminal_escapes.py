@@ -163,3 +163,14 @@ def test_pages_healers_and_errors_never_reach_the_terminal_raw(site, daemon_fact
         assert d.proc.poll() is None
     finally:
         healer.stop()
+
+
+def test_healerd_run_shows_a_bad_config_key_visibly(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('[daemon]\n"evil\\u001b]0;pwned\\u0007\\u001b[2J" = 1\n')
+    r = subprocess.run(bin_cmd("healerd") + ["run", "--config", str(cfg), "--state-dir", str(tmp_path / "s")],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 2
+    assert b"evil\\x1b]0;pwned\\x07\\x1b[2J" in r.stderr, r.stderr
+    assert_nothing_raw(r.stderr, "healerd run")
+    assert len(r.stderr.strip().splitlines()) == 1
