@@ -144,6 +144,9 @@ def test_pages_healers_and_errors_never_reach_the_terminal_raw(site, daemon_fact
             assert_nothing_raw(out, " ".join(args))
             if "--json" in args:
                 json.loads(out.replace(b"\r\n", b"\n"))   # still plain JSON
+        for issue in d.ctl_json("memory"):
+            for args in (("memory", "show", str(issue["issue_id"])), ("memory", "show", str(issue["issue_id"]), "--json")):
+                assert_nothing_raw(on_pty(d, *args), " ".join(args))
         history = on_pty(d, "history", "stats")
         assert b"renamed \\x1b]0;pwned" in history
         reasons = [str(h.get("reason") or h.get("note")) for h in d.ctl_json("history", "stats")]

@@ -275,7 +275,7 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
         _print_json(r)
         return
     next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
-    click.echo(f"added {r.get('name', name)}: {r.get('url') or mask_url(bp.url)}, every {_duration(bp.every)}, "
+    click.echo(f"added {r.get('name', name)}: {_one_line(r.get('url') or mask_url(bp.url))}, every {_duration(bp.every)}, "
                f"state {_state(r.get('state'))}{next_run}")
 
 
