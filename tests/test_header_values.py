@@ -68,3 +68,14 @@ def test_add_and_update_refuse_a_header_with_crlf(site, daemon_factory, tmp_path
     assert [s["name"] for s in d.ctl_json("status")] == ["stats"]
     assert d.ctl_json("history", "stats")[0]["version"] == 1   # no new version from the refused updates
     assert d.proc.poll() is None
+
+
+def test_a_blueprint_stored_before_the_check_still_loads_from_the_store():
+    import json
+
+    from healerd.core.blueprint import from_json
+
+    stored = json.dumps(dict(BASE, headers={"X-Api-Key": "k\r\nHost: evil"}))
+    assert from_json(stored).headers == {"X-Api-Key": "k\r\nHost: evil"}   # readers of the store keep working
+    with pytest.raises(BlueprintError):
+        from_dict(json.loads(stored))                                      # anything coming in is checked
