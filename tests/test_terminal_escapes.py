@@ -38,6 +38,8 @@ def test_visible_shows_every_control_and_folds_lines():
     assert visible("a\n\tb\r\n  c\x85d\u2028e") == "a b c d e"
     assert visible("  plain text, ünïcode  ") == "plain text, ünïcode"
     assert visible(None) == "None" and visible(42) == "42"
+    assert visible("a  b") == "a b" and visible(" a ") == "a" and visible("a\xa0\xa0b") == "a b"
+    assert visible("  a  b", one_line=False) == "  a  b"
     kept = visible("line 1\n\tline 2\x1b[2J\r", one_line=False)
     assert kept == "line 1\n\tline 2\\x1b[2J\\r"
     assert escaped("a\nb\x1b") == "a\\nb\\x1b"

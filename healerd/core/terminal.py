@@ -39,6 +39,8 @@ def visible(text: Any, *, one_line: bool = True) -> str:
     trimmed. one_line=False: newlines and tabs stay (a multi-line text such as a diff); CR and
     every other control character is escaped."""
     s = text if isinstance(text, str) else str(text)
+    if s.isprintable() and (not one_line or ("  " not in s and s[:1] != " " and s[-1:] != " ")):
+        return s   # the common case, decided in C: no control, no line break, nothing to fold
     if one_line:
         s = _BREAKS.sub(" ", s).strip()
         return _CONTROL.sub(_escape, s) if _CONTROL.search(s) else s
