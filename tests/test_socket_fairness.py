@@ -41,7 +41,7 @@ def test_defaults_leave_an_eighth_of_the_slots_to_other_users(tmp_path):
 
 def test_600_idle_connections_from_one_user_do_not_keep_out_its_next_request(tmp_path, monkeypatch):
     path = str(tmp_path / "c.sock")
-    with ControlServer(path, handler, read_timeout=30) as srv:
+    with ControlServer(path, handler, read_timeout=600) as srv:   # no idle connection reaped meanwhile
         idle = open_idle(path)
         try:
             wait_until(lambda: srv.open_connections == srv.max_per_user, limit=30)
@@ -96,7 +96,7 @@ def test_another_users_idle_flood_leaves_a_slot_for_everyone_else(monkeypatch):
     try:
         os.chmod(d, 0o711)
         path = os.path.join(d, "g.sock")
-        with ControlServer(path, handler, mode=0o660, group=65534, read_timeout=30,
+        with ControlServer(path, handler, mode=0o660, group=65534, read_timeout=600,
                            max_connections=64, max_per_user=48) as srv:
             flood = subprocess.Popen([exe, "-I", "-c", IDLE_CLIENT, path, "200"], cwd=d,
                                      preexec_fn=lambda: as_nobody(65534), stdin=subprocess.PIPE,
@@ -109,6 +109,7 @@ def test_another_users_idle_flood_leaves_a_slot_for_everyone_else(monkeypatch):
                 assert "busy" not in log.outcomes and log.outcomes[-1] == "ok", log.outcomes
                 # Fill the rest with root's own idle connections: the socket is full, and the user
                 # holding the most (nobody) gives way to a newcomer, not root's idle ones.
+                wait_until(lambda: srv.open_connections == 48)   # the echo's slot given back
                 mine = open_idle(path, 64 - 48)
                 wait_until(lambda: srv.open_connections == 64, limit=30)
                 del log.outcomes[:]
