@@ -13,6 +13,8 @@ import json
 import os
 import re
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from conftest import FAST_CONFIG, bin_cmd
 from healer_server import HealerServer, healed
@@ -93,10 +95,35 @@ def assert_nothing_raw(out: bytes, what: str) -> None:
     assert raw is None, f"{what}: raw control {raw.group(0)!r} in {out!r}"
 
 
-def healer_config(url: str) -> str:
+def healer_config(url: str, webhook: str) -> str:
     cfg = FAST_CONFIG.replace("[doctor]\nmax_fix_attempts = 3", '[doctor]\nladder = ["external"]\nmax_fix_attempts = 3')
-    assert 'ladder = ["external"]' in cfg
+    cfg = cfg.replace("[alerts]\n", f'[alerts]\nwebhook = "{webhook}"\n')
+    assert 'ladder = ["external"]' in cfg and "webhook" in cfg
     return cfg + f'[healer]\nurl = "{url}"\ntimeouts = [5]\ncycles = 1\nkind = "code-healer"\n'
+
+
+class Webhook:
+    """A local receiver that keeps each POST's body as raw bytes."""
+
+    def __init__(self):
+        bodies = self.bodies = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                bodies.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def test_pages_healers_and_errors_never_reach_the_terminal_raw(site, daemon_factory, tmp_path):
@@ -109,9 +136,10 @@ def test_pages_healers_and_errors_never_reach_the_terminal_raw(site, daemon_fact
         return healed(FIXED, f"renamed {PAYLOAD}")
 
     healer = HealerServer(answer)
+    hook = Webhook()
     rows = [(f"Ada {PAYLOAD}", 31)] + ROWS[1:]
     try:
-        d = daemon_factory(healer_config(healer.url)).start()
+        d = daemon_factory(healer_config(healer.url, hook.url)).start()
         site.page("/stats", listing_v1(rows))
         bp = write_blueprint(tmp_path / "stats.json", site.url("/stats"), dict(LISTING_BP, every="1h"))
         assert d.ctl("add", "stats", "--blueprint", bp).returncode == 0
@@ -165,9 +193,15 @@ def test_pages_healers_and_errors_never_reach_the_terminal_raw(site, daemon_fact
         assert_nothing_raw(log.replace(b"\n", b""), "the daemon's log")
         alert_log = (d.state / "alerts.jsonl").read_bytes()
         assert_nothing_raw(alert_log.replace(b"\n", b""), "alerts.jsonl")
+        # The webhook's body: JSON escapes, no raw C1 either, and the very text once decoded.
+        d.wait_for(lambda: any(b"pwned" in b for b in hook.bodies), what="the HEAL_FAILED webhook POST")
+        for body in hook.bodies:
+            assert_nothing_raw(body, "a webhook body")
+        assert any("\x9b31m" in json.loads(b)["message"] for b in hook.bodies)
         assert d.proc.poll() is None
     finally:
         healer.stop()
+        hook.stop()
 
 
 def test_healerd_run_shows_a_bad_config_key_visibly(tmp_path):

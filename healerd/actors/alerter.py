@@ -95,7 +95,10 @@ class _Webhook(threading.Thread):
             if alert is None:
                 return
             try:
-                resp = self.client.post(self.url, json=alert)
+                # json_text, not httpx's json=: that leaves C1 characters raw (ensure_ascii off), and a
+                # receiver may well print the body.
+                resp = self.client.post(self.url, content=json_text(alert, default=str).encode("utf-8"),
+                                        headers={"Content-Type": "application/json"})
                 if resp.status_code >= 400:
                     log.warning("webhook answered HTTP %s", resp.status_code)
             except Exception as exc:  # noqa: BLE001 - whatever one POST does, the thread serves the next alert
