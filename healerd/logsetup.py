@@ -1,4 +1,5 @@
-"""Logging to stderr, one line per event (tracebacks folded onto it), secrets masked."""
+"""Logging to stderr, one line per event (tracebacks folded onto it), secrets masked, control
+characters made visible."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import sys
 class _MaskingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         from healerd.core.sanitize import mask_text
+        from healerd.core.terminal import visible
 
-        return one_line(mask_text(super().format(record)))
+        # A message may quote a page, a site's answer or a healer's text: its escape sequences are
+        # shown as text (`\x1b[2J`), never acted on by the terminal of whoever tails the journal.
+        return visible(one_line(mask_text(super().format(record))), one_line=False)
 
 
 def one_line(text: str) -> str:

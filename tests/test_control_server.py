@@ -33,6 +33,7 @@ from healerd.control.server import ControlServer, ControlServerError, PeerCred, 
 
 RELEASE = threading.Event()
 ENTERED = threading.Event()
+WAITING: list[int] = []   # one entry per `wait` request a worker has taken
 
 
 def handler(op, args, peer):
@@ -41,6 +42,7 @@ def handler(op, args, peer):
     if op == "echo":
         return {"args": args, "peer_uid": peer.uid}
     if op == "wait":  # blocks a worker until the test releases it
+        WAITING.append(peer.pid)
         ENTERED.set()
         RELEASE.wait(30)
         return "released"
@@ -313,13 +315,12 @@ def test_200_concurrent_calls_all_answered(tmp_path):
 
 def test_too_many_connections_get_busy(tmp_path, monkeypatch):
     path = str(tmp_path / "b.sock")
-    with ControlServer(path, handler, max_connections=2, read_timeout=30) as srv:
-        hogs = []
-        for _ in range(2):
-            h = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            h.connect(path)
-            hogs.append(h)
-        wait_until(lambda: srv.open_connections == 2)
+    with ControlServer(path, handler, max_connections=2, max_per_user=2, read_timeout=30) as srv:
+        # Both slots serve a request (an idle connection would give way to a newcomer).
+        hogs = ThreadPoolExecutor(2)
+        WAITING.clear()
+        waits = [hogs.submit(call, path, "wait", {}, 60) for _ in range(2)]
+        wait_until(lambda: len(WAITING) == 2 and srv.open_connections == 2)
         # The server answers `busy` at once, without reading the request.
         r = raw_exchange(path, frame(b'{"op": "ping", "args": {}}'))
         assert r["ok"] is False and r["error"]["code"] == "busy"
@@ -332,9 +333,11 @@ def test_too_many_connections_get_busy(tmp_path, monkeypatch):
         with ThreadPoolExecutor(1) as ex:
             fut = ex.submit(call, path, "ping", {}, 30)
             wait_until(lambda: log.outcomes.count("busy") >= 2)  # answered `busy`, and tried again
-            for h in hogs:
-                h.close()
+            RELEASE.set()
             assert fut.result(timeout=30)["version"] == "test"
+        assert [w.result(timeout=30) for w in waits] == ["released", "released"]
+        hogs.shutdown()
+        RELEASE.clear()
         assert log.outcomes[-1] == "ok" and set(log.outcomes[:-1]) == {"busy"}
         wait_until(lambda: srv.open_connections == 0)
         assert_healthy(path)

@@ -10,7 +10,6 @@ Secrets are masked before anything leaves.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -27,6 +26,7 @@ from healerd.actors.registry import ActorRegistry
 from healerd.adapters.fetch import tls_context
 from healerd.config import Config
 from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.core.terminal import json_text, visible
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store.db import connect, open_db
@@ -71,9 +71,9 @@ class AlertDeduper:
 
 def format_line(alert: dict) -> str:
     """The stderr line of an alert: always one line."""
-    src = alert.get("source") or "-"
-    message = " ".join(str(alert["message"]).splitlines())
-    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {alert['event']}: {message}"
+    src = visible(alert.get("source") or "-")
+    message = visible(alert["message"])   # a page's or a healer's text: its escape sequences shown, not acted on
+    return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {visible(alert['event'])}: {message}"
 
 
 class _Webhook(threading.Thread):
@@ -95,7 +95,10 @@ class _Webhook(threading.Thread):
             if alert is None:
                 return
             try:
-                resp = self.client.post(self.url, json=alert)
+                # json_text, not httpx's json=: that leaves C1 characters raw (ensure_ascii off), and a
+                # receiver may well print the body.
+                resp = self.client.post(self.url, content=json_text(alert, default=str).encode("utf-8"),
+                                        headers={"Content-Type": "application/json"})
                 if resp.status_code >= 400:
                     log.warning("webhook answered HTTP %s", resp.status_code)
             except Exception as exc:  # noqa: BLE001 - whatever one POST does, the thread serves the next alert
@@ -182,10 +185,12 @@ class Alerter(pykka.ThreadingActor):
     def _emit(self, a: Alert) -> None:
         now = time.time()
         # An automatic rollback is other news than the fix it undoes, and a storage fault other news
-        # than a network outage: each is deduplicated on its own.
+        # than a network outage: each is deduplicated on its own; each storage episode is news too.
         details = a.details or {}
         kind = "rollback" if details.get("rollback") else details.get("cause")
         key = f"{a.event}/{kind}" if kind else a.event
+        if details.get("episode") is not None:
+            key = f"{key}/{details['episode']}"
         if not self.deduper.should_send(a.source, key, a.state, now):
             log.debug("alert %s for %s deduplicated", a.event, a.source)
             return
@@ -197,7 +202,7 @@ class Alerter(pykka.ThreadingActor):
             "message": mask_text(a.message, secrets := self._source_secrets(a.source)),
             "details": mask_mapping(a.details or {}, secrets),
         }
-        self.fh.write(json.dumps(alert, ensure_ascii=False, default=str) + "\n")
+        self.fh.write(json_text(alert, default=str) + "\n")   # C1 characters escaped too, for whoever tails it
         self.fh.flush()
         # One write call: print() writes the text and the newline apart, and a log line from
         # another thread could land between them.

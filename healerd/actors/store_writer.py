@@ -82,6 +82,7 @@ class StoreWriter(ServiceActor):
         try:
             if not self.faults.may_write():   # each is refused as it would be alone
                 return [self._run(m) for m in batch][0]
+            before = self.conn.total_changes()
             try:
                 with write_transaction(self.conn):   # one write transaction, one savepoint per outcome
                     results = self.ledger.record_scrapes([m.args[0] for m in batch])
@@ -91,7 +92,7 @@ class StoreWriter(ServiceActor):
                     log.warning("a group of %d scrape outcomes did not commit (%s); writing them one by one",
                                 len(batch), exc)
                 return [self._run(m) for m in batch][0]
-            self._write_succeeded()
+            self._write_succeeded(self.conn.total_changes() > before)
             answers = [self._failed(m, r) if isinstance(r, Exception) else self._done(m, r)
                        for m, r in zip(batch, results)]
             return answers[0]
@@ -113,6 +114,7 @@ class StoreWriter(ServiceActor):
             ep = self.faults.episode
             return self._failed(message, StorageUnavailable(f"storage unavailable since {ep.reason}; the write was "
                                                             f"not attempted (retrying with backoff)"), quiet=True)
+        before = self.conn.total_changes()
         try:
             with write_transaction(self.conn):  # read-then-write safe against other connections' commits
                 result = message.method(self.ledger, *message.args, **message.kwargs)
@@ -126,11 +128,13 @@ class StoreWriter(ServiceActor):
                     log.debug("write %s failed again: %s", message.method.__name__, exc)
                 return self._failed(message, exc, quiet=True)
             return self._failed(message, exc)
-        self._write_succeeded()
+        self._write_succeeded(self.conn.total_changes() > before)
         return self._done(message, result)
 
-    def _write_succeeded(self) -> None:
-        ended = self.faults.succeeded()
+    def _write_succeeded(self, wrote: bool) -> None:
+        """A transaction committed; it ends a storage episode only if it wrote something (one that
+        changed nothing never touched the disk)."""
+        ended = self.faults.succeeded(wrote)
         if ended is not None:
             self._storage_recovered(ended)
 
@@ -151,7 +155,8 @@ class StoreWriter(ServiceActor):
                 f"backoff until it clears, nothing is half-written")
         log.error("%s", text)
         self.registry.tell("alerter", Alert("SYSTEMIC_HALT", None, text, "error",
-                                                   {"cause": "storage", "reason": ep.reason}, None))
+                                                   {"cause": "storage", "reason": ep.reason, "episode": ep.number},
+                                                   None))
 
     def _storage_recovered(self, ep) -> None:
         took = time.monotonic() - ep.started_at
@@ -159,4 +164,5 @@ class StoreWriter(ServiceActor):
                 f"lost meanwhile")
         log.warning("%s", text)
         self.registry.tell("alerter", Alert("RECOVERED", None, text, "info",
-                                                   {"cause": "storage", "reason": ep.reason}, None))
+                                                   {"cause": "storage", "reason": ep.reason, "episode": ep.number},
+                                                   None))

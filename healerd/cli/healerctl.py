@@ -7,7 +7,6 @@ why); 2 usage error; 3 the daemon cannot be reached (the message names the socke
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 import time
@@ -21,6 +20,7 @@ from healerd.control.client import DaemonUnreachable, call, client_socket_path
 from healerd.control.protocol import ControlError
 from healerd.core.blueprint import Blueprint, BlueprintError, load_file
 from healerd.core.sanitize import mask_url
+from healerd.core.terminal import json_text, visible
 from healerd.core.timeutil import ago, parse_iso
 
 DEFAULT_TIMEOUT = 30.0
@@ -56,7 +56,7 @@ class CtlError(click.ClickException):
     """One line on stderr, `healerctl: <message>`, and the given exit code."""
 
     def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(visible(message))
         self.exit_code = exit_code
 
     def show(self, file=None) -> None:
@@ -109,7 +109,7 @@ def _error_answer(exc: ControlError, path: str) -> CtlError:
 
 
 def _print_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+    click.echo(json_text(obj, indent=2))
 
 
 def _tty() -> bool:
@@ -177,7 +177,8 @@ def _rate(value: Any) -> str:
 
 
 def _one_line(value: Any, width: int | None = None) -> str:
-    text = " ".join(str(value).split()) if value not in (None, "") else "-"
+    """One line of text from outside (a page, a site, a healer, an error): controls made visible."""
+    text = (visible(value) or "-") if value not in (None, "") else "-"
     if width and len(text) > width:
         text = text[: width - 1] + "…"
     return text
@@ -186,6 +187,8 @@ def _one_line(value: Any, width: int | None = None) -> str:
 def _table(headers: list[str], rows: list[list[str]], colours: dict[int, Callable[[str], str]] | None = None) -> None:
     """Print an aligned table; `colours` styles a column's cells after padding."""
     colours = colours or {}
+    headers = [visible(h) for h in headers]
+    rows = [[visible(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     last = len(headers) - 1
     click.echo("  ".join(h if i == last else h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip())
@@ -272,7 +275,7 @@ def add(ctx, name, blueprint_file, url, as_json, socket_path):
         _print_json(r)
         return
     next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
-    click.echo(f"added {r.get('name', name)}: {r.get('url') or mask_url(bp.url)}, every {_duration(bp.every)}, "
+    click.echo(f"added {r.get('name', name)}: {_one_line(r.get('url') or mask_url(bp.url))}, every {_duration(bp.every)}, "
                f"state {_state(r.get('state'))}{next_run}")
 
 
@@ -419,7 +422,7 @@ def _print_mapping(obj: Any, indent: int = 2) -> None:
     pad = " " * indent
     if isinstance(obj, dict):
         for key, value in obj.items():
-            key = str(key).replace("_", " ")
+            key = visible(key).replace("_", " ")
             if isinstance(value, (dict, list)) and value:
                 click.echo(f"{pad}{key}:")
                 _print_mapping(value, indent + 2)
@@ -446,7 +449,7 @@ def _print_detail(s: dict) -> None:
         flags.append("flagged for review")
     click.echo(_style(str(name), None, bold=True))
     rows = [
-        ("url", s.get("url") or "-"),
+        ("url", _one_line(s.get("url"))),
         ("state", _state(state) + (f" ({', '.join(flags)})" if flags else "")),
         ("version", "-" if s.get("version") is None else str(s.get("version"))),
         ("schedule", _schedule_line(s)),
@@ -478,7 +481,7 @@ def _print_detail(s: dict) -> None:
         if state == "QUARANTINED":
             title = "deferred report (healing gave up; a person is needed)"
         elif report.get("reason"):
-            title = f"a person is needed: {report['reason']}"
+            title = f"a person is needed: {_one_line(report['reason'])}"
         else:
             title = "report of the last fix attempt"
         click.echo(_style(title, "yellow"))
@@ -595,7 +598,7 @@ def heal(ctx, name, as_json, socket_path):
     if r.get("version") is not None:
         bits.append(f"version {r['version']}")
     if r.get("strategy"):
-        bits.append(f"by {r['strategy']}")
+        bits.append(f"by {_one_line(r['strategy'])}")
     click.echo(f"{r.get('name', name)}: {' '.join(bits)}; state {_state(r.get('state'))}")
     if r.get("reason"):
         click.echo(f"  {_one_line(r['reason'])}")
@@ -630,8 +633,10 @@ def _window(ctx, param, value) -> float:
         seconds = parse_duration(value, "--window")
     except ValueError as exc:
         raise click.BadParameter(str(exc).split(": ", 1)[-1]) from None
-    if seconds <= 0:
+    if not seconds > 0:
         raise click.BadParameter("must be greater than zero")
+    if seconds == float("inf"):
+        raise click.BadParameter("too large: give a finite duration like 7d")
     return seconds
 
 
@@ -682,7 +687,7 @@ def stats(ctx, window, as_json, socket_path):
     click.echo(f"fleet metrics over the last {_human_window(r.get('window_s'))}")
     _table(["METRIC", "VALUE", "OF", "TARGET", ""], rows)
     rungs = r.get("heals_by_rung") or {}
-    click.echo("heals by rung: " + (", ".join(f"{k} {v}" for k, v in rungs.items()) or "-"))
+    click.echo("heals by rung: " + (", ".join(visible(f"{k} {v}") for k, v in rungs.items()) or "-"))
     calls = r.get("healer_calls") or {}
     lat = calls.get("median_latency_ms")
     click.echo(f"external healer calls: {calls.get('count', 0)}"
@@ -763,6 +768,7 @@ def diff(ctx, name, socket_path):
         hidden = len(lines) - DIFF_LINES_SHOWN
         lines = lines[:DIFF_LINES_SHOWN]
     for line in lines:
+        line = visible(line, one_line=False)
         line = line if len(line) <= 400 else line[:400] + " …"
         if line.startswith(("+++", "---")):
             click.echo(_style(line, None, bold=True))
@@ -818,7 +824,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return json_text(value, separators=(",", ":"))
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -867,8 +873,9 @@ def records(ctx, name, as_json, as_csv, limit, socket_path):
     if as_csv:
         out = click.get_text_stream("stdout")
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
+        # Whole values, but no control character raw on a terminal (newlines stay, quoted by csv).
+        writer.writerow([visible(h) for h in header])
+        writer.writerows([visible(c, one_line=False) for c in row] for row in rows)
         out.flush()
         return
     if not r:
@@ -884,20 +891,20 @@ def records(ctx, name, as_json, as_csv, limit, socket_path):
 
 
 def _alert_line(a: dict) -> str:
-    level = str(a.get("level") or "-")
+    level = visible(a.get("level") or "-")
     lvl = _style(level.ljust(7), LEVEL_COLOURS.get(level.lower()))
-    event = str(a.get("event") or "-")
+    event = visible(a.get("event") or "-")
     ev_colour = {"HEALED": "green", "RECOVERED": "green", "UNQUARANTINED": "green", "DEGRADED": "yellow",
                  "QUARANTINED": "magenta", "DEAD": "red", "SYSTEMIC_HALT": "red", "HEAL_FAILED": "red"}.get(event)
     ev = _style(event.ljust(18), ev_colour)
-    source = str(a.get("source") or "-")
-    return f"{a.get('ts') or '-'} {lvl} {source.ljust(12)} {ev} {_one_line(a.get('message'))}"
+    source = visible(a.get("source") or "-")
+    return f"{visible(a.get('ts') or '-')} {lvl} {source.ljust(12)} {ev} {_one_line(a.get('message'))}"
 
 
 def _emit_alerts(alerts: list[dict], as_json: bool, follow: bool) -> None:
     for a in alerts:
         if as_json:
-            click.echo(json.dumps(a, ensure_ascii=False))
+            click.echo(json_text(a))
         else:
             click.echo(_alert_line(a))
 
@@ -963,7 +970,7 @@ def alerts(ctx, follow, as_json, limit, socket_path):
 
 def _names(values: Any) -> str:
     values = list(values or [])
-    return ", ".join(str(v) for v in values) if values else "none"
+    return ", ".join(visible(v) for v in values) if values else "none"
 
 
 @cli.command()
@@ -981,7 +988,7 @@ def reload(ctx, socket_path):
                f"removed {_names(r.get('removed'))}")
     errors = r.get("errors") or {}
     for where, why in sorted(errors.items()):
-        click.echo(f"healerctl: not loaded: {where}: {_one_line(why)}", err=True)
+        click.echo(f"healerctl: not loaded: {visible(where)}: {_one_line(why)}", err=True)
     if errors:
         ctx.exit(1)
 
@@ -1083,7 +1090,7 @@ def memory_show(ctx, issue_id, as_json, socket_path):
     _print_mapping({k: v for k, v in r.items() if k not in ("issue_id", "canonical_title", "fix_bundle", "usage")})
     if r.get("fix_bundle") is not None:
         click.echo("fix bundle:")
-        for line in json.dumps(r["fix_bundle"], indent=2, ensure_ascii=False).splitlines():
+        for line in json_text(r["fix_bundle"], indent=2).splitlines():
             click.echo(f"  {line}")
     if r.get("usage"):
         click.echo("usage:")

@@ -39,22 +39,23 @@ def run(config_path, state_dir, socket_path, log_dir):
     import_httpx()   # first: without its command-line tool's libraries
     from healerd import logsetup
     from healerd.config import ConfigError, load
+    from healerd.core.terminal import visible
     from healerd.daemon import Daemon, StateDirInUse, resolve_paths
 
     try:
         config = load(config_path)
     except ConfigError as exc:
-        click.echo(f"healerd: {exc}", err=True)
+        click.echo(f"healerd: {visible(exc)}", err=True)
         sys.exit(2)
     logsetup.setup(config.daemon.log_level)
     state, sock, logs = resolve_paths(state_dir, socket_path, log_dir)
     try:
         code = Daemon(config, state, sock, logs, config_path).run()
     except StateDirInUse as exc:
-        click.echo(f"healerd: {exc}", err=True)
+        click.echo(f"healerd: {visible(exc)}", err=True)
         sys.exit(1)
     except Exception as exc:  # a clear line for systemd's journal, then a non-zero exit for Restart=
-        click.echo(f"healerd: {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"healerd: {type(exc).__name__}: {visible(exc)}", err=True)
         sys.exit(1)
     sys.exit(code)
 

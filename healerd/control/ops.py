@@ -8,6 +8,7 @@ ControlError with the uniform {"code", "message", "details"} shape.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -60,6 +61,18 @@ def to_control_error(exc: BaseException) -> ControlError:
     if isinstance(exc, TimeoutError):
         return ControlError("timeout", str(exc) or "timed out")
     return ControlError("internal_error", f"{type(exc).__name__}: {exc}")
+
+
+def _finite_seconds(value: Any) -> float | None:
+    """A JSON number as a finite float; None for anything else (a string, a bool, NaN, and the
+    infinity that 1e400 or a 400-digit integer reads as)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def check_name(name) -> str:
@@ -155,10 +168,11 @@ class ControlOps:
         from healerd.core.stats import compute
         from healerd.store.stats import window_rows
 
-        if isinstance(window_s, bool) or not isinstance(window_s, (int, float)) or not window_s > 0:
-            raise ControlError("bad_request", "window_s must be a number of seconds > 0")
-        got = window_rows(self.conn, time.time() - float(window_s))
-        return compute(window_s=float(window_s), **got)
+        window = _finite_seconds(window_s)
+        if window is None or not window > 0:
+            raise ControlError("bad_request", "window_s must be a finite number of seconds > 0")
+        got = window_rows(self.conn, time.time() - window)
+        return compute(window_s=window, **got)
 
     def op_history(self, name: str):
         check_name(name)

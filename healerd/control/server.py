@@ -4,6 +4,13 @@ One selector loop reads requests without blocking, each connection with a deadli
 a size cap, so garbage, huge or silent clients cannot stall anyone else. Complete
 requests go to a worker pool that runs the handler and sends the answer. Peers are
 identified with SO_PEERCRED and checked against a policy before anything is read.
+
+Slots are shared fairly: one user (uid) holds at most `max_per_user` connections (by default
+all but an eighth of `max_connections`, so a slot is always left for everyone else). A user
+at that cap who connects again makes its own oldest idle connection (one without a complete
+request yet) give way, and when every slot is taken a newcomer makes the oldest idle
+connection of the user holding the most give way: idle connections from one peer, however
+many, never keep a real request out. `busy` is answered only when the slots are all serving.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import stat
 import struct
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -126,6 +134,7 @@ class ControlServer:
         max_request: int = protocol.MAX_REQUEST,
         read_timeout: float = 5.0,
         max_connections: int = 512,
+        max_per_user: int | None = None,
         workers: int = 16,
         send_timeout: float = 10.0,
     ):
@@ -136,6 +145,9 @@ class ControlServer:
         self.max_request = max_request
         self.read_timeout = read_timeout
         self.max_connections = max_connections
+        if max_per_user is None:
+            max_per_user = max_connections - max(1, max_connections // 8)
+        self.max_per_user = max(1, min(max_per_user, max_connections))
         self.workers = workers
         self.send_timeout = send_timeout
         self._group_gid = resolve_group(group)
@@ -143,6 +155,7 @@ class ControlServer:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._open = 0
+        self._by_uid: Counter[int] = Counter()
         self._listener: socket.socket | None = None
         self._inode: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
@@ -337,28 +350,50 @@ class ControlServer:
                 log.warning("control socket: accept failed: %s", exc)
                 return
             sock.setblocking(False)
-            with self._lock:
-                full = self._open >= self.max_connections
-                if not full:
-                    self._open += 1
-            if full:
-                self._quick_reply(sock, protocol.error("busy", "healerd is handling too many control connections; try again"))
-                continue
             try:
                 peer = peer_credentials(sock)
                 allowed = self._allow(peer)
             except Exception:
                 log.exception("control socket: cannot check the peer")
                 peer, allowed = None, False
-            if not allowed:
-                self._release()
+            if peer is None or not allowed:
                 self._quick_reply(sock, protocol.error(
                     "forbidden", "not allowed to use the healerd control socket",
                     {"uid": peer.uid} if peer else {}))
                 continue
+            if not self._make_room(sel, conns, peer.uid):
+                self._quick_reply(sock, protocol.error("busy", "healerd is handling too many control connections; try again"))
+                continue
+            with self._lock:
+                self._open += 1
+                self._by_uid[peer.uid] += 1
             conn = _Conn(sock, peer, self.max_request, time.monotonic() + self.read_timeout)
             conns[sock.fileno()] = conn
             sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _make_room(self, sel: selectors.BaseSelector, conns: dict[int, _Conn], uid: int) -> bool:
+        """Whether a new connection from `uid` may be served, after making an idle one give way if
+        needed: the user's own oldest idle connection at its cap; when every slot is taken, the
+        oldest idle one of the user holding the most (if that is more than `uid` would), else the
+        user's own oldest idle one. False (`busy`): no such idle connection, all are serving."""
+        with self._lock:
+            mine = self._by_uid[uid]
+            full = self._open >= self.max_connections
+            held = dict(self._by_uid)
+        if mine >= self.max_per_user:
+            victim_uid = uid
+        elif full:
+            idle = Counter(c.peer.uid for c in conns.values())
+            heavy = max(idle, key=lambda u: held.get(u, 0), default=None)
+            victim_uid = heavy if heavy is not None and held.get(heavy, 0) > mine + 1 else uid
+        else:
+            return True
+        victim = next((c for c in conns.values() if c.peer.uid == victim_uid), None)   # oldest first
+        if victim is None:
+            return False   # all of them are being served: `busy`
+        self._reply_and_drop(sel, conns, victim, protocol.error(
+            "busy", "closed to make room: too many idle control connections from this user"))
+        return True
 
     def _readable(self, sel: selectors.BaseSelector, conns: dict[int, _Conn], conn: _Conn) -> None:
         try:
@@ -384,13 +419,16 @@ class ControlServer:
             self._pool.submit(self._serve, conn.sock, conn.peer, payload)
         except RuntimeError:  # the pool is shutting down
             self._quick_reply(conn.sock, protocol.error("unavailable", "healerd is shutting down"))
-            self._release()
+            self._release(conn.peer.uid)
 
     # -- replies ----------------------------------------------------------------------
 
-    def _release(self) -> None:
+    def _release(self, uid: int) -> None:
         with self._idle:
             self._open -= 1
+            self._by_uid[uid] -= 1
+            if self._by_uid[uid] <= 0:
+                del self._by_uid[uid]
             if self._open <= 0:
                 self._idle.notify_all()
 
@@ -401,7 +439,7 @@ class ControlServer:
                 sel.unregister(conn.sock)
             except (KeyError, ValueError):
                 pass
-            self._release()
+            self._release(conn.peer.uid)
         conn.sock.close()
 
     def _reply_and_drop(self, sel, conns, conn: _Conn, response: dict) -> None:
@@ -439,7 +477,7 @@ class ControlServer:
             log.exception("control socket: unexpected error while serving a request")
         finally:
             sock.close()
-            self._release()
+            self._release(peer.uid)
 
     def _dispatch(self, peer: PeerCred, payload: bytes) -> dict:
         try:

@@ -3,14 +3,19 @@
 `StorageFaults` is the StoreWriter's bookkeeping, free of actors: a write that fails with
 a storage fault opens an *episode* — one ERROR line and one SYSTEMIC_HALT alert (`details.cause` "storage") — during
 which writes are refused without touching the database until a backoff (1 s, doubling up
-to 60 s) has passed; the next write then tries again. The first write that succeeds ends
-the episode (one line, one RECOVERED alert with no source, `details.cause` "storage"). Each write is one transaction, so a
-refused or failed one leaves nothing half-written.
+to 60 s) has passed; the next write then tries again. The first write that succeeds *and wrote
+something* ends the episode (one line, one RECOVERED alert with no source, `details.cause` "storage"):
+a transaction that changed nothing commits without touching the disk, so it proves nothing about a
+full one. Each write is one transaction, so a refused or failed one leaves nothing half-written.
+
+Episodes are numbered for the life of the process (`details.episode`), so each new one raises its
+own SYSTEMIC_HALT and RECOVERED, however soon after the last (the Alerter deduplicates per episode).
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +27,7 @@ from healerd.core.errors import HealerdError
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 60.0
 _OS_FAULTS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+_EPISODE_NUMBERS = itertools.count(1)   # per process: a replaced StoreWriter does not reuse a number
 
 
 class StorageUnavailable(HealerdError):
@@ -51,6 +57,7 @@ def describe(exc: BaseException) -> str:
 class Episode:
     started_at: float
     reason: str
+    number: int = 0
     refused: int = 0
     failures: int = 1
     backoff: float = FIRST_BACKOFF_S
@@ -75,15 +82,19 @@ class StorageFaults:
         now = self.clock()
         ep = self.episode
         if ep is None:
-            self.episode = Episode(started_at=now, reason=describe(exc), retry_at=now + FIRST_BACKOFF_S)
+            self.episode = Episode(started_at=now, reason=describe(exc), number=next(_EPISODE_NUMBERS),
+                                   retry_at=now + FIRST_BACKOFF_S)
             return True
         ep.failures += 1
         ep.backoff = min(ep.backoff * 2, MAX_BACKOFF_S)
         ep.retry_at = now + ep.backoff
         return False
 
-    def succeeded(self) -> Episode | None:
-        """A write went through: the episode that ended, if one was open."""
+    def succeeded(self, wrote: bool = True) -> Episode | None:
+        """A write transaction committed: the episode that ended, if one was open. `wrote=False`
+        (it changed no row, so nothing reached the disk) ends nothing."""
+        if not wrote:
+            return None
         ep, self.episode = self.episode, None
         return ep
 
