@@ -144,7 +144,16 @@ class _Guard:
             return await route.abort("addressunreachable")
         headers = self.credentials(url, request.headers)
         if not main:
-            return await route.continue_(headers=headers)
+            if not self.cookie or not netpolicy.same_origin(self.source, url):
+                return await route.continue_(headers=headers)
+            # Chromium takes a request's Cookie header from its jar only, and a cookie in the jar
+            # would be the page script's to read (and, not being port-scoped, sent to other ports
+            # of the host): the source's own requests that carry its cookies are made here.
+            resp = await route.fetch(headers=headers, max_redirects=0, max_retries=0, timeout=self.ms_left())
+            location = resp.headers.get("location")
+            if resp.status in REDIRECTS and location and await self.refusal(urljoin(url, location.strip())):
+                return await route.abort("addressunreachable")
+            return await route.fulfill(response=resp)
         # The main document: fetched here one hop at a time, so every redirect is checked.
         self.navigating = None
         try:
