@@ -225,23 +225,42 @@ def test_downloads_are_refused_and_leave_no_file(pool, servers):
         'var b = new Blob([new Uint8Array(4 * 1048576).fill(65)]); var a = document.createElement("a");'
         'a.href = URL.createObjectURL(b); a.download = "blob.bin"; document.body.appendChild(a); a.click();'
         'var c = document.createElement("a"); c.href = "/file.bin"; c.download = "f.bin";'
-        'document.body.appendChild(c); c.click(); setTimeout(function () { done.className = "x"; }, 1000);')))
+        'document.body.appendChild(c); c.click(); setTimeout(function () { done.className = "x"; }, 2500);')))
     started = time.time()
-    pool.fetch(src.url("/page"), wait_for="#done.x")
-    time.sleep(1.0)
-    big = []
-    for top in (pool.dir, "/tmp"):
-        for root, _dirs, files in os.walk(top):
-            for f in files:
-                p = os.path.join(root, f)
-                try:
-                    st = os.lstat(p)
-                except OSError:
+    seen: set[str] = set()
+    fetching = threading.Event()
+    fetching.set()
+
+    def big_files() -> set[str]:
+        found = set()
+        for top in (pool.dir, "/tmp"):
+            for root, _dirs, files in os.walk(top):
+                if top == "/tmp" and root != top and "playwright" not in root:
                     continue
-                if st.st_size >= 1_000_000 and st.st_mtime >= started - 1:
-                    big.append(p)
-    assert [p for p in big if "playwright" in p or p.startswith(pool.dir) or p.endswith((".bin", ".crdownload"))] \
-        == []
+                for f in files:
+                    p = os.path.join(root, f)
+                    try:
+                        st = os.lstat(p)
+                    except OSError:
+                        continue
+                    if st.st_size >= 1_000_000 and st.st_mtime >= started - 1:
+                        found.add(p)
+        return found
+
+    def watch():   # while the page is open, and after
+        while fetching.is_set():
+            seen.update(big_files())
+            time.sleep(0.1)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        pool.fetch(src.url("/page"), wait_for="#done.x")
+    finally:
+        fetching.clear()
+        watcher.join()
+    time.sleep(1.0)
+    seen.update(big_files())
+    assert seen == set()
 
 
 # -- Chromium runs as root with --no-sandbox --------------------------------------------------
