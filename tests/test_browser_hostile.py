@@ -450,3 +450,41 @@ def test_the_network_policy():
     assert netpolicy.refusal("ftp://cdn.test/x", src, ["93.184.216.34"], False)
     assert not netpolicy.same_origin(src, "https://shop.test:8080/list")
     assert netpolicy.same_origin("https://shop.test/", "https://SHOP.test:443/x")
+
+
+NO_USERNS = r"""
+import errno, logging, sys
+import psutil, pyseccomp as S
+from healerd.adapters.browser import BrowserPool
+from healerd.adapters.fetch import FetchConfig
+from healerd.config import BrowserSection
+
+f = S.SyscallFilter(defaction=S.ALLOW)   # what RestrictNamespaces=yes does: no new user namespace
+for call in ("unshare", "clone"):
+    f.add_rule(S.ERRNO(errno.EPERM), call, S.Arg(0, S.MASKED_EQ, 0x10000000, 0x10000000))
+f.load()
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
+pool = BrowserPool(BrowserSection(), FetchConfig(timeout=10.0), sys.argv[2])
+try:
+    res = pool.fetch(sys.argv[1], wait_for="tr.player")
+    cmds = []
+    for p in psutil.Process(pool.worker_pid()).children(recursive=True):
+        try:
+            if "chrom" in p.name().lower():
+                cmds.append(p.cmdline())
+        except psutil.Error:   # a closed page's renderer, going away
+            pass
+    print("RENDERED", "Grace" in res.text, "NO-SANDBOX", any("--no-sandbox" in c for c in cmds))
+finally:
+    pool.close()
+"""
+
+
+def test_without_user_namespaces_chromium_runs_without_its_sandbox_and_one_warning_says_why(servers, tmp_path):
+    src = servers()
+    src.route("/p", page(listing()))
+    r = subprocess.run([sys.executable, "-c", NO_USERNS, src.url("/p"), str(tmp_path / "state")], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert "RENDERED True NO-SANDBOX True" in r.stdout, r.stdout + r.stderr
+    warnings = [line for line in r.stdout.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1 and "--no-sandbox" in warnings[0] and "user namespaces are not available" in warnings[0]

@@ -270,8 +270,9 @@ class _WorkerHandle:
             except Exception:   # an answer that does not unpickle: the worker is not trustworthy
                 log.exception("unreadable answer from the browser worker")
                 break
-            if reply.get("op") == "hello":
-                self.hello = reply
+            if reply.get("op") in ("hello", "notice"):
+                if reply.get("op") == "hello":
+                    self.hello = reply
                 if self.on_hello is not None:
                     self.on_hello(self, reply)
                 continue
@@ -405,6 +406,11 @@ class BrowserPool:
 
     def _hello(self, worker: _WorkerHandle, hello: dict) -> None:
         """The worker says who it runs as and whether Chromium's sandbox can start: one WARNING when not."""
+        if hello.get("op") == "notice":   # the sandbox was found not to start after all
+            if not self._warned:
+                self._warned = True
+                log.warning("Chromium runs with --no-sandbox: %s", hello.get("why"))
+            return
         if hello.get("remote"):
             log.info("browser worker (pid %s) uses the Playwright server at %s", worker.pid,
                      mask_url(self.section.endpoint))

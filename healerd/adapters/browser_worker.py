@@ -214,13 +214,31 @@ class Worker:
                             self.endpoint, timeout=self.launch_timeout * 1000.0,
                             headers={"x-playwright-launch-options": json.dumps(options)})
                     else:
-                        self.browser = await self.pw.chromium.launch(
-                            executable_path=self.executable, args=CHROMIUM_ARGS, headless=True,
-                            chromium_sandbox=self.sandbox,
-                            timeout=self.launch_timeout * 1000.0)
+                        self.browser = await self._launch()
                 except Exception as exc:
                     raise _Failed("launch", type(exc).__name__) from None
             return self.browser
+
+    async def _launch(self):
+        launch = self.pw.chromium.launch
+        options = {"executable_path": self.executable, "args": CHROMIUM_ARGS, "headless": True,
+                   "timeout": self.launch_timeout * 1000.0}
+        if self.sandbox:
+            try:
+                return await launch(chromium_sandbox=True, **options)
+            except Exception as exc:
+                # The kernel gave us a user namespace, but something else (a seccomp filter, a
+                # missing capability inside it) keeps the sandbox from starting.
+                self.sandbox = False
+                self._tell({"op": "notice", "why": f"Chromium's sandbox did not start ({type(exc).__name__}: "
+                                                   f"{_first_line(str(exc))})"})
+        return await launch(chromium_sandbox=False, **options)
+
+    def _tell(self, msg: dict) -> None:
+        try:
+            self.conn.send(msg)
+        except (OSError, ValueError):
+            pass
 
     async def resolve(self, host: str, port: int) -> list[str]:
         """The addresses `host` resolves to (cached 30 s); [host] for an address, [] when it does not resolve."""
@@ -242,13 +260,13 @@ class Worker:
 
     async def fetch(self, req: dict) -> dict:
         browser = await self._browser()   # a launch is bounded by launch_timeout, not by the page's deadline
-        guard = _Guard(req, self.resolve)
-        deadline = guard.deadline
         try:
             context = await browser.new_context(user_agent=req["user_agent"], service_workers="block",
                                                 accept_downloads=False)
         except Exception as exc:
             raise self._classify(exc, "other") from None
+        guard = _Guard(req, self.resolve)   # the page's deadline starts with its context
+        deadline = guard.deadline
         try:
             async with asyncio.timeout_at(asyncio.get_running_loop().time() + (deadline - time.monotonic())):
                 return await self._render(context, guard, req, deadline)
@@ -435,6 +453,12 @@ def _node_code(text: str) -> str:
         if needle in text:
             return code
     return "ERR_FAILED"
+
+
+def _first_line(text: str) -> str:
+    """A short first line of a browser message, with nothing that looks like a URL."""
+    line = (text.strip().splitlines() or [""])[0]
+    return re.sub(r"\S+://\S+", "<url>", line)[:160]
 
 
 def _ms_left(deadline: float) -> float:
