@@ -488,3 +488,24 @@ def test_without_user_namespaces_chromium_runs_without_its_sandbox_and_one_warni
     assert "RENDERED True NO-SANDBOX True" in r.stdout, r.stdout + r.stderr
     warnings = [line for line in r.stdout.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 1 and "--no-sandbox" in warnings[0] and "user namespaces are not available" in warnings[0]
+
+
+@pytest.mark.skipif(__import__("shutil").which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_reads_the_drop_in_over_the_unit(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    unit = (root / "contrib/systemd/healerd.service").read_text()
+    (tmp_path / "healerd.service").write_text(unit.replace("ExecStart=/opt/healerd/bin/healerd",
+                                                          f"ExecStart={sys.executable} -m healerd"))
+    (tmp_path / "healerd.service.d").mkdir()
+    (tmp_path / "healerd.service.d" / "browser.conf").write_text((root / DROP_IN).read_text())
+    env = {**os.environ, "SYSTEMD_UNIT_PATH": f"{tmp_path}:"}
+    r = subprocess.run(["systemd-analyze", "verify", "healerd.service"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "browser.conf" not in r.stderr, r.stderr
+    r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "healerd.service"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 and "unrecognized" in r.stderr.lower():
+        pytest.skip("this systemd-analyze has no --offline")
+    lines = {line.split()[1]: line.split()[0] for line in r.stdout.splitlines() if line.startswith(("✓", "✗"))}
+    assert lines.get("MemoryDenyWriteExecute=") == "✗"   # the drop-in lifted it
+    assert lines.get("RestrictNamespaces=~mnt") == "✓"   # ...and nothing the browser does not need
