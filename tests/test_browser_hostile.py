@@ -296,8 +296,10 @@ def test_a_killed_worker_leaves_no_profile_behind(tmp_path, servers):
         p.fetch(src.url("/p"), wait_for="tr.player")
         browser_dir = state / "browser"
         assert oct(browser_dir.stat().st_mode & 0o777) == "0o700"
-        first = set(os.listdir(browser_dir))
-        assert any(name.startswith("playwright") for name in first)   # the profile lives here, not in /tmp
+        [mine] = os.listdir(browser_dir)
+        assert mine == f"w{p.worker_pid()}" and oct((browser_dir / mine).stat().st_mode & 0o777) == "0o700"
+        first = {f"{mine}/{name}" for name in os.listdir(browser_dir / mine)}
+        assert any("/playwright" in name for name in first)   # the profile lives here, not in /tmp
         for proc in psutil.Process(p.worker_pid()).children(recursive=True) + [psutil.Process(p.worker_pid())]:
             try:
                 proc.kill()
@@ -308,8 +310,8 @@ def test_a_killed_worker_leaves_no_profile_behind(tmp_path, servers):
             p.fetch(src.url("/p"), wait_for="tr.player")
         except FetchError:   # the first fetch may still have met the dying worker
             p.fetch(src.url("/p"), wait_for="tr.player")
-        now = set(os.listdir(browser_dir))
-        assert not (first & {n for n in now if n.startswith("playwright")})
+        now = {f"{d}/{name}" for d in os.listdir(browser_dir) for name in os.listdir(browser_dir / d)}
+        assert now and not (first & now) and mine not in os.listdir(browser_dir)
     finally:
         p.close()
 
@@ -509,3 +511,24 @@ def test_systemd_reads_the_drop_in_over_the_unit(tmp_path):
     lines = {line.split()[1]: line.split()[0] for line in r.stdout.splitlines() if line.startswith(("✓", "✗"))}
     assert lines.get("MemoryDenyWriteExecute=") == "✗"   # the drop-in lifted it
     assert lines.get("RestrictNamespaces=~mnt") == "✓"   # ...and nothing the browser does not need
+
+
+def test_a_new_worker_keeps_a_retiring_workers_files_and_removes_dead_ones(tmp_path):
+    from healerd.adapters.browser_host import own_dir
+
+    base = tmp_path / "browser"
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "healerd.adapters.browser_worker"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass", "healerd.adapters.browser_worker"])
+    dead.wait()
+    try:
+        for d in (f"w{alive.pid}", f"w{dead.pid}", "playwright_chromiumdev_profile-x"):
+            (base / d).mkdir(parents=True)
+            (base / d / "Cookies").write_text("x")
+        (base / "stray").write_text("x")
+        mine = own_dir(str(base))
+        assert sorted(os.listdir(base)) == sorted([f"w{alive.pid}", f"w{os.getpid()}"])
+        assert mine == str(base / f"w{os.getpid()}") and os.listdir(mine) == []
+        assert (base / f"w{alive.pid}" / "Cookies").exists()   # still rendering: left alone
+    finally:
+        alive.kill()
+        alive.wait()

@@ -376,7 +376,7 @@ class BrowserPool:
     def __init__(self, section: BrowserSection, fetch: FetchConfig, state_dir: str | os.PathLike | None = None):
         self.section = section
         self.fetch_config = fetch
-        # The worker's files (Chromium's profile, Playwright's temp files): emptied by each new worker.
+        # The workers' files (Chromium's profile, Playwright's temp files), one directory per worker.
         self._own_dir = state_dir is None
         self.dir = str(Path(tempfile.mkdtemp(prefix="healerd-browser-")) if state_dir is None
                        else Path(state_dir) / "browser")

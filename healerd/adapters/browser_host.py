@@ -2,9 +2,10 @@
 
 Run by the browser worker before it starts Playwright (`prepare`), and by the daemon when a
 browser source is added (`write_execute_denied`):
-- the worker's files (Chromium's profile, Playwright's temp files) live in one 0700 directory
-  under the state dir, emptied when a worker starts, so a killed worker leaves nothing behind
-  for longer than the next start; the worker's TMPDIR and HOME point there;
+- the worker's files (Chromium's profile, Playwright's temp files) live in a 0700 directory of
+  its own under the state dir's browser/ (`w<pid>`); a worker starting removes what workers no
+  longer running left there, so a killed worker leaves nothing behind for longer than the next
+  start (a retiring worker, still rendering, keeps its own); TMPDIR and HOME point there;
 - started by root, the worker gives up root before launching anything: the directory is
   handed to nobody/nogroup, mounted over /tmp in a mount namespace of the worker's own (the
   state dir above it is root's 0700 directory, which nobody cannot enter), then the worker
@@ -18,6 +19,7 @@ browser source is added (`write_execute_denied`):
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -74,10 +76,41 @@ def empty_dir(path: str) -> None:
     os.chmod(path, 0o700)
 
 
-def prepare(path: str) -> dict:
+def _running_worker(pid: int) -> bool:
+    """True when `pid` is a live browser worker (a retiring one still rendering its last pages)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"healerd.adapters.browser_worker" in f.read()
+    except OSError:
+        return False
+
+
+def own_dir(base: str) -> str:
+    """This worker's directory under `base` (the state dir's browser/), emptied; what workers that
+    are no longer running left there (killed ones included) is removed. A worker being retired
+    keeps its own until it ends: a new worker starts beside it."""
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    if os.path.islink(base) or not os.path.isdir(base):
+        raise OSError(f"{base} is not a directory")
+    os.chmod(base, 0o700)
+    for name in os.listdir(base):
+        if name.startswith("w") and name[1:].isdigit() and _running_worker(int(name[1:])):
+            continue
+        victim = os.path.join(base, name)
+        if os.path.isdir(victim) and not os.path.islink(victim):
+            shutil.rmtree(victim, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(victim)
+    mine = os.path.join(base, f"w{os.getpid()}")
+    empty_dir(mine)
+    return mine
+
+
+def prepare(base: str) -> dict:
     """Set this (still single-threaded) worker process up before Playwright starts; returns
     what the daemon is told: {"uid", "tmp", "private_tmp", "sandbox", "why"}."""
-    empty_dir(path)
+    path = own_dir(base)
     tmp, private_tmp = path, False
     if os.geteuid() == 0:
         uid, gid = unprivileged_ids()
