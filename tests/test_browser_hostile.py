@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import DaemonProc
+from conftest import FAST_CONFIG, DaemonProc
 from httpfixture import LocalServer, page
 from sitepages import LISTING_BP, ROWS, write_blueprint
 
@@ -532,3 +532,31 @@ def test_a_new_worker_keeps_a_retiring_workers_files_and_removes_dead_ones(tmp_p
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_the_daemon_reports_only_the_spinning_source(site, daemon_factory, tmp_path, servers):
+    """Two browser sources on two hosts run at once; one page spins forever. The other is
+    scraped, the spinning one fails as TIMEOUT saying why, and the browser was not restarted."""
+    other = servers()
+    other.route("/stats", page(listing('setTimeout(function () { done.className = "x"; }, 300);')))
+    site.page("/spin", "<html><body><p>x</p><script>while (true) {}</script></body></html>")
+    d = daemon_factory(FAST_CONFIG.replace('timeout = "3s"', 'timeout = "10s"')).start()
+    spin_bp = write_blueprint(tmp_path / "spin.json", site.url("/spin"), dict(LISTING_BP, fetch="browser",
+                                                                             wait_for="tr.player"))
+    normal_url = other.url("/stats").replace("127.0.0.1", "localhost")
+    normal_bp = write_blueprint(tmp_path / "normal.json", normal_url, dict(LISTING_BP, fetch="browser",
+                                                                          wait_for="#done.x"))
+    assert d.ctl("add", "spin", "--blueprint", spin_bp).returncode == 0
+    assert d.ctl("add", "normal", "--blueprint", normal_bp).returncode == 0
+    assert d.ctl_json("run", "normal")["ok"] is True   # the browser is up
+    out: dict = {}
+    spinner = threading.Thread(target=lambda: out.update(spin=d.ctl_json("run", "spin")))
+    spinner.start()
+    time.sleep(1.0)
+    out["normal"] = d.ctl_json("run", "normal")
+    spinner.join(120)
+    assert out["normal"]["ok"] is True, out["normal"]
+    assert out["spin"]["ok"] is False and out["spin"]["error_type"] == "TIMEOUT", out["spin"]
+    assert "kept the browser busy" in out["spin"]["error"]
+    assert "did not answer" not in d.log() and "restarted" not in d.log()
+    assert d.ctl_json("status", "normal")["state"] == "ACTIVE"
