@@ -129,6 +129,14 @@ def test_a_page_cannot_navigate_to_an_internal_service(pool, servers):
                            f'setTimeout(function () {{ done.className = "x"; }}, 300);</script></body></html>'))
     pool.fetch(src.url("/sub"), wait_for="#done.x")
     assert paths(internal) == []
+    # A subresource of the source's own origin redirected there: Chromium follows that hop
+    # itself, so the request is sent, but the fetch fails and nothing read becomes records.
+    src.route("/jump", page(b"", status=302, headers={"Location": meta}))
+    src.route("/via", page('<html><body><div id="done"></div><script>fetch("/jump").catch(function () {});'
+                           'setTimeout(function () { done.className = "x"; }, 500);</script></body></html>'))
+    with pytest.raises(FetchError) as err:
+        pool.fetch(src.url("/via"), wait_for="#done.x")
+    assert "internal address" in err.value.message
 
 
 def test_a_redirect_to_another_public_origin_drops_credentials_like_http(open_pool, servers):

@@ -173,6 +173,16 @@ class _Guard:
         await route.fulfill(response=resp)
         self.committed = True
 
+    async def redirected(self, request) -> None:
+        """A subresource's redirect hop is followed by Chromium, not routed: one to a refused
+        address fails the fetch, so nothing read from there can become records."""
+        try:
+            why = await self.refusal(request.url)
+        except Exception:
+            return
+        if why:
+            self.fail(_Failed("refused", why))
+
     async def websocket(self, ws) -> None:
         try:
             why = await self.refusal(ws.url)
@@ -299,6 +309,7 @@ class Worker:
                 asyncio.ensure_future(_close_quietly(other))
         context.on("page", close_stranger)
         page.on("download", lambda d: asyncio.ensure_future(_cancel_quietly(d)))
+        page.on("request", lambda r: asyncio.ensure_future(guard.redirected(r)) if r.redirected_from else None)
         url, first, chain, permanent = req["url"], None, [req["url"]], None
         while True:
             guard.navigating, guard.hop = url, None
