@@ -568,3 +568,15 @@ def test_the_daemon_reports_only_the_spinning_source(site, daemon_factory, tmp_p
     assert "kept the browser busy" in out["spin"]["error"]
     assert "did not answer" not in d.log() and "restarted" not in d.log()
     assert d.ctl_json("status", "normal")["state"] == "ACTIVE"
+
+
+def test_a_pool_without_a_state_dir_removes_its_temp_dir_when_closed(servers):
+    src = servers()
+    src.route("/p", page(listing()))
+    p = BrowserPool(BrowserSection(), FETCH)
+    try:
+        p.fetch(src.url("/p"), wait_for="tr.player")
+        assert os.listdir(p.dir)
+    finally:
+        p.close()
+    assert not os.path.exists(p.dir)

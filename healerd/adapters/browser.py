@@ -486,8 +486,8 @@ class BrowserPool:
             w, self._worker = self._worker, None
         if w is not None:
             w.retire()
-        if self._own_dir:
-            threading.Thread(target=self._remove_dir, args=(w,), name="healerd-browser-rmdir", daemon=True).start()
+        if self._own_dir:   # a pool made without a state dir (a script's, a test's): its temp dir goes with it
+            self._remove_dir(w)
 
     def _remove_dir(self, w: _WorkerHandle | None) -> None:
         if w is not None:
