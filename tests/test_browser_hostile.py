@@ -400,20 +400,23 @@ def run_server():
     from playwright._impl._driver import compute_driver_executable
 
     node, cli = compute_driver_executable()
-    proc = subprocess.Popen([node, cli, "run-server", "--port", "0", "--host", "127.0.0.1", "--unsafe"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            preexec_fn=demote, start_new_session=True)
+    proc = None
     try:
+        proc = subprocess.Popen([node, cli, "run-server", "--port", "0", "--host", "127.0.0.1", "--unsafe"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                preexec_fn=demote, start_new_session=True)
         line = proc.stdout.readline()
         m = re.search(r"(ws://\S+)", line)
         assert m, line
         yield m.group(1)
     finally:
-        for p in psutil.Process(proc.pid).children(recursive=True) + [psutil.Process(proc.pid)]:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        proc.wait(10)
+        if proc is not None:
+            for p in psutil.Process(proc.pid).children(recursive=True) + [psutil.Process(proc.pid)]:
+                try:
+                    p.kill()
+                except psutil.Error:
+                    pass
+            proc.wait(10)
         subprocess.run(["rm", "-rf", str(home)], check=False)
 
 
