@@ -8,7 +8,9 @@ browser source, `fetch = "browser"`, `wait_for` the table). For each, at 1 and a
 `max_pages` (2) concurrent fetches, it prints pages/s for fetch + extract, and CPU per
 page: this process plus, for the browser, the worker process and everything under it
 (Playwright's driver, Chromium, its renderers). It also prints the browser's cold start
-(the first fetch, which launches Chromium).
+(the first fetch, which launches Chromium). The browser lines are measured twice: with a
+local Chromium, and through a real `playwright run-server` on loopback (`[browser]
+endpoint`; started here, as nobody when run as root; its CPU is counted too).
 No assertions: the numbers depend on the machine (the local site shares its CPU).
 """
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -97,10 +101,51 @@ def tree_cpu(pid: int | None) -> float:
     return total
 
 
-def run(fetch_one, n: int, threads: int, worker_pid=None) -> tuple[float, float]:
+def start_run_server() -> tuple[subprocess.Popen, str]:
+    """`playwright run-server` on 127.0.0.1, port chosen by the OS: (process, ws:// endpoint)."""
+    from playwright._impl._driver import compute_driver_executable
+
+    from healerd.adapters.sandbox import unprivileged_ids
+
+    def demote():
+        if os.geteuid() == 0:
+            uid, gid = unprivileged_ids()
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+    node, cli = compute_driver_executable()
+    home = f"/tmp/healerd-bench-pw-{os.getpid()}"
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(home, *unprivileged_ids())
+    proc = subprocess.Popen([node, cli, "run-server", "--port", "0", "--host", "127.0.0.1", "--unsafe"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=demote,
+                            env={**os.environ, "HOME": home, "TMPDIR": home}, start_new_session=True)
+    m = re.search(r"(ws://\S+)", proc.stdout.readline())
+    if not m:
+        proc.kill()
+        raise SystemExit("playwright run-server did not start")
+    return proc, m.group(1)
+
+
+def stop_tree(proc: subprocess.Popen) -> None:
+    try:
+        procs = psutil.Process(proc.pid).children(recursive=True) + [psutil.Process(proc.pid)]
+    except psutil.Error:
+        procs = []
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    proc.wait(10)
+    subprocess.run(["rm", "-rf", f"/tmp/healerd-bench-pw-{os.getpid()}"], check=False)
+
+
+def run(fetch_one, n: int, threads: int, worker_pid=None, server_pid=None) -> tuple[float, float]:
     """(pages/s, CPU ms per page) for n fetches spread over `threads` threads."""
     me = psutil.Process(os.getpid())
-    cpu0 = sum(me.cpu_times()[:2]) + tree_cpu(worker_pid)
+    cpu0 = sum(me.cpu_times()[:2]) + tree_cpu(worker_pid) + tree_cpu(server_pid)
     left = [n]
     lock = threading.Lock()
 
@@ -119,14 +164,17 @@ def run(fetch_one, n: int, threads: int, worker_pid=None) -> tuple[float, float]
     for t in ts:
         t.join()
     wall = time.perf_counter() - started
-    cpu = sum(me.cpu_times()[:2]) + tree_cpu(worker_pid) - cpu0
+    cpu = sum(me.cpu_times()[:2]) + tree_cpu(worker_pid) + tree_cpu(server_pid) - cpu0
     return n / wall, cpu / n * 1000.0
 
 
 def main() -> None:
+    from healerd.adapters.browser import find_executable
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pages", type=int, default=40, help="fetches per measurement")
     ap.add_argument("--rows", type=int, default=50)
+    ap.add_argument("--no-remote", action="store_true", help="skip the lines through playwright run-server")
     args = ap.parse_args()
     data = rows(args.rows)
     srv, base = serve({"/static": ("text/html; charset=utf-8", static_page(data)),
@@ -135,34 +183,45 @@ def main() -> None:
     bp_http = from_dict(BP, url=base + "/static")
     bp_browser = from_dict(dict(BP, fetch="browser", wait_for="table.stats"), url=base + "/js")
     section = BrowserSection()
-    pool = BrowserPool(section, FetchConfig(timeout=20.0))
-    fetcher = Fetcher(FetchConfig(timeout=20.0), browser=pool)
+    server, endpoint = (None, "") if args.no_remote else start_run_server()
+    pools = {"browser": BrowserPool(section, FetchConfig(timeout=20.0))}
+    if endpoint:
+        pools["remote"] = BrowserPool(BrowserSection(endpoint=endpoint, executable=find_executable("") or ""),
+                                      FetchConfig(timeout=20.0))
+    fetchers = {name: Fetcher(FetchConfig(timeout=20.0), browser=pool) for name, pool in pools.items()}
+    fetchers["http"] = Fetcher(FetchConfig(timeout=20.0))
 
-    def one(bp):
+    def one(name, bp):
         def go():
-            res = fetcher.fetch(bp.url, via=bp.fetch, wait_for=bp.wait_for)
+            res = fetchers[name].fetch(bp.url, via=bp.fetch, wait_for=bp.wait_for)
             got = extract(res.text, bp).data
-            assert len(got) == args.rows, (bp.fetch, len(got))
+            assert len(got) == args.rows, (name, len(got))
         return go
 
     try:
-        t0 = time.perf_counter()
-        one(bp_browser)()
-        cold = time.perf_counter() - t0
-        one(bp_http)()
-        print(f"browser cold start (launch Chromium + first page): {cold:.2f} s")
+        for name in pools:
+            t0 = time.perf_counter()
+            one(name, bp_browser)()
+            print(f"{name} cold start (launch Chromium + first page): {time.perf_counter() - t0:.2f} s")
+        one("http", bp_http)()
         print(f"{'source':<8} {'concurrency':>11} {'pages/s':>9} {'CPU ms/page':>12}")
         for threads in (1, section.max_pages):
-            for name, bp in (("http", bp_http), ("browser", bp_browser)):
-                pid = pool.worker_pid() if bp.fetch == "browser" else None
-                rate, cpu = run(one(bp), args.pages, threads, pid)
+            for name in ["http", *pools]:
+                bp = bp_http if name == "http" else bp_browser
+                pid = pools[name].worker_pid() if name in pools else None
+                extra = server.pid if name == "remote" and server is not None else None
+                rate, cpu = run(one(name, bp), args.pages, threads, pid, extra)
                 print(f"{name:<8} {threads:>11} {rate:>9.1f} {cpu:>12.1f}")
         print(f"({args.pages} fetches + extractions of a {args.rows}-row listing per line; CPU counts this process "
-              f"and, for the browser, its worker, driver, Chromium and renderers; the local site's CPU is included "
-              f"for both)")
+              f"and, for the browser, its worker, driver, Chromium and renderers (remote: also the Playwright "
+              f"server and its Chromium); the local site's CPU is included for all)")
     finally:
-        fetcher.close()
-        pool.close()
+        for f in fetchers.values():
+            f.close()
+        for pool in pools.values():
+            pool.close()
+        if server is not None:
+            stop_tree(server)
         srv.shutdown()
 
 

@@ -98,6 +98,8 @@ class BrowserSection:
     recycle_after: int = 500              # pages rendered before the browser process is replaced
     max_memory_mb: int = 1024             # the browser's processes above this (PSS, MB): replaced
     launch_timeout: float = 30.0          # starting the browser
+    allow_private: bool = False           # pages may reach loopback/private/link-local addresses (not only their source's origin)
+    endpoint: str = ""                    # ws://host:port/ of a running Playwright server instead of a local Chromium
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,10 @@ def _check_browser(b: BrowserSection) -> None:
     if bad:
         raise ConfigError(f"[browser] block: unknown resource type {bad[0]!r} "
                           f"(known: {', '.join(BROWSER_RESOURCE_TYPES)})")
-    if b.executable and shutil.which(b.executable) is None:
+    if b.endpoint and not b.endpoint.startswith(("ws://", "wss://")):
+        raise ConfigError("[browser] endpoint: expected a ws:// or wss:// URL of a Playwright server "
+                          "(playwright run-server)")
+    if b.executable and not b.endpoint and shutil.which(b.executable) is None:
         raise ConfigError(f"[browser] executable: {b.executable} is not an executable file (a path, or a name "
                           f"on PATH)")
 

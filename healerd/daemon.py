@@ -156,7 +156,8 @@ class Daemon:
         cfg = self.config
         self.robots = RobotsPolicy(Fetcher(fetch_config(cfg))) if cfg.fetch.respect_robots else None
         reg = self.registry
-        reg.browser = BrowserPool(cfg.browser, fetch_config(cfg))   # its worker starts on the first browser fetch
+        # its worker starts on the first browser fetch; its files live in <state dir>/browser
+        reg.browser = BrowserPool(cfg.browser, fetch_config(cfg), self.state_dir)
         self._start_workers()
         self._factories = {
             "writer": lambda: StoreWriter.start(self.db_path, cfg, reg, self.waiters),

@@ -63,6 +63,14 @@ def pool():
     p.close()
 
 
+@pytest.fixture(scope="module")
+def open_pool():
+    p = BrowserPool(BrowserSection(allow_private=True), FetchConfig(timeout=4.0, connect_timeout=2.0,
+                                                                    max_bytes=200_000))
+    yield p
+    p.close()
+
+
 def _chromium_pids(pool: BrowserPool) -> list[int]:
     root = psutil.Process(pool.worker_pid())
     return [p.pid for p in root.children(recursive=True) if "chrom" in p.name().lower()]
@@ -84,7 +92,8 @@ def test_rendered_page_is_extracted_with_headers_cookies_and_blocked_images(pool
         assert "/logo.png" not in site.hits   # images are blocked by default
 
 
-def test_headers_and_cookies_stay_on_the_pages_host(pool, site):
+def test_headers_and_cookies_stay_on_the_pages_host(open_pool, site):
+    pool = open_pool   # another port of the same loopback host: reachable only with allow_private
     seen = {}
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 

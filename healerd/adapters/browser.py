@@ -28,14 +28,18 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import logging
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from healerd.adapters.fetch import (
     FetchConfig,
@@ -88,6 +92,13 @@ def unavailable(section: BrowserSection) -> str | None:
     """Why a browser source cannot run here (one line saying what to install), or None."""
     if importlib.util.find_spec("playwright") is None:
         return f"a browser fetch needs Playwright, which is not installed: {INSTALL_HINT}"
+    from healerd.adapters.browser_host import mdwe_problem
+
+    problem = mdwe_problem()   # Playwright's driver runs here even with a remote endpoint
+    if problem:
+        return problem
+    if section.endpoint:
+        return None            # the browser runs where the Playwright server is
     if find_executable(section.executable) is None:
         if section.executable:
             return f"[browser] executable {section.executable} is not an executable file: apt-get install chromium " \
@@ -125,8 +136,22 @@ def error_for(reply: dict, url: str, timeout: float, max_bytes: int, wait_for: s
     if kind == "crash":
         return FetchError(errors.NETWORK, f"the browser crashed while loading {mask_url(url)} (a new one is "
                                           f"started for the next fetch)", url=url)
+    if kind == "timeout_cpu":
+        return FetchError(errors.TIMEOUT, f"the page at {mask_url(url)} kept the browser busy past the {timeout:g}s "
+                                          f"deadline (its script never yielded): the page was closed", url=url,
+                          status=status)
     if kind == "launch":
         return FetchError(errors.NETWORK, f"the browser could not be started ({code}); {INSTALL_HINT}", url=url)
+    if kind == "left":
+        return FetchError(errors.HTTP_ERROR, f"the page at {mask_url(url)} navigated away from the source's origin "
+                                             f"(to {code}): refused", url=url, status=status)
+    if kind == "refused":
+        return FetchError(errors.HTTP_ERROR, f"the page at {mask_url(url)} was redirected to {code}, which a page "
+                                             f"may not reach ([browser] allow_private)", url=url, status=status)
+    if kind == "redirects":
+        what = {"loop": "a redirect loop", "too_many": "too many redirects",
+                "unusable": "a redirect to an unusable URL"}.get(code, "a bad redirect")
+        return FetchError(errors.HTTP_ERROR, f"{what} starting at {mask_url(url)}", url=url, status=status)
     if kind == "net":
         if code in _DNS:
             return FetchError(errors.NETWORK, f"DNS lookup failed for host {_host(url)} ({code})", url=url)
@@ -184,14 +209,15 @@ class _Call:
 class _WorkerHandle:
     """One worker process, its pipe, and the fetches waiting for its answers."""
 
-    def __init__(self, executable: str, launch_timeout: float, max_pages: int):
+    def __init__(self, settings: dict, on_hello=None):
         # A plain subprocess (not multiprocessing's spawn, which re-runs the caller's __main__)
         # speaking multiprocessing's Connection framing over a socketpair.
         ours, theirs = socket.socketpair()
+        self.on_hello = on_hello
+        self.hello: dict | None = None
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "healerd.adapters.browser_worker", str(theirs.fileno()), executable,
-                 repr(float(launch_timeout)), str(int(max_pages))],
+                [sys.executable, "-m", "healerd.adapters.browser_worker", str(theirs.fileno()), json.dumps(settings)],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             theirs.close()
@@ -244,6 +270,12 @@ class _WorkerHandle:
             except Exception:   # an answer that does not unpickle: the worker is not trustworthy
                 log.exception("unreadable answer from the browser worker")
                 break
+            if reply.get("op") in ("hello", "notice"):
+                if reply.get("op") == "hello":
+                    self.hello = reply
+                if self.on_hello is not None:
+                    self.on_hello(self, reply)
+                continue
             with self.lock:
                 call = self.pending.pop(reply.get("id"), None)
                 self.served += 1
@@ -341,9 +373,14 @@ class _WorkerHandle:
 class BrowserPool:
     """The daemon's browser: one worker process, started on first use, shared by all actors."""
 
-    def __init__(self, section: BrowserSection, fetch: FetchConfig):
+    def __init__(self, section: BrowserSection, fetch: FetchConfig, state_dir: str | os.PathLike | None = None):
         self.section = section
         self.fetch_config = fetch
+        # The workers' files (Chromium's profile, Playwright's temp files), one directory per worker.
+        self._own_dir = state_dir is None
+        self.dir = str(Path(tempfile.mkdtemp(prefix="healerd-browser-")) if state_dir is None
+                       else Path(state_dir) / "browser")
+        self._warned = False
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(section.max_pages)
         self._worker: _WorkerHandle | None = None
@@ -359,10 +396,30 @@ class BrowserPool:
                 problem = unavailable(self.section)
                 if problem:
                     raise FetchError(errors.NETWORK, problem, url="")
-                w = self._worker = _WorkerHandle(find_executable(self.section.executable), self.section.launch_timeout,
-                                                  self.section.max_pages)
+                s = self.section
+                executable = s.executable if s.endpoint else find_executable(s.executable)
+                w = self._worker = _WorkerHandle(
+                    {"executable": executable or "", "launch_timeout": s.launch_timeout, "max_pages": s.max_pages,
+                     "dir": "" if s.endpoint else self.dir, "endpoint": s.endpoint}, self._hello)
                 log.info("browser worker started (pid %s)", w.pid)
             return w
+
+    def _hello(self, worker: _WorkerHandle, hello: dict) -> None:
+        """The worker says who it runs as and whether Chromium's sandbox can start: one WARNING when not."""
+        if hello.get("op") == "notice":   # the sandbox was found not to start after all
+            if not self._warned:
+                self._warned = True
+                log.warning("Chromium runs with --no-sandbox: %s", hello.get("why"))
+            return
+        if hello.get("remote"):
+            log.info("browser worker (pid %s) uses the Playwright server at %s", worker.pid,
+                     mask_url(self.section.endpoint))
+            return
+        log.info("browser worker (pid %s) runs as uid %s, Chromium's sandbox %s", worker.pid, hello.get("uid"),
+                 "on" if hello.get("sandbox") else "off")
+        if not hello.get("sandbox") and not self._warned:
+            self._warned = True
+            log.warning("Chromium runs with --no-sandbox: %s", hello.get("why") or "its sandbox cannot start here")
 
     def worker_pid(self) -> int | None:
         with self._lock:
@@ -382,7 +439,8 @@ class BrowserPool:
             call_id = next(self._ids)
             request = {"op": "fetch", "id": call_id, "url": url, "headers": dict(headers or {}),
                        "cookies": dict(cookies or {}), "wait_for": wait_for, "timeout": cfg.timeout,
-                       "max_bytes": cfg.max_bytes, "user_agent": cfg.user_agent, "block": list(self.section.block)}
+                       "max_bytes": cfg.max_bytes, "max_redirects": cfg.max_redirects, "user_agent": cfg.user_agent,
+                       "block": list(self.section.block), "allow_private": self.section.allow_private}
             call = worker.submit(call_id, request)
             # The worker's own deadline is cfg.timeout; a new worker's first page also starts the browser.
             allowance = cfg.timeout + ANSWER_GRACE_S + (0.0 if worker.served else self.section.launch_timeout)
@@ -428,3 +486,13 @@ class BrowserPool:
             w, self._worker = self._worker, None
         if w is not None:
             w.retire()
+        if self._own_dir:   # a pool made without a state dir (a script's, a test's): its temp dir goes with it
+            self._remove_dir(w)
+
+    def _remove_dir(self, w: _WorkerHandle | None) -> None:
+        if w is not None:
+            try:
+                w.process.wait(CLOSE_GRACE_S + 3.0)
+            except subprocess.TimeoutExpired:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,54 +1,65 @@
 """The browser worker: a separate process that owns Playwright and one Chromium.
 
 Started by `healerd.adapters.browser.BrowserPool` as `python -m healerd.adapters.browser_worker FD
-EXECUTABLE LAUNCH_TIMEOUT MAX_PAGES`, FD being its end of a socketpair (multiprocessing's
-Connection framing). It reads requests `{"op": "fetch", "id", "url", "headers", "cookies", "wait_for",
-"timeout", "max_bytes", "user_agent", "block"}` and answers each with
+SETTINGS_JSON`, FD being its end of a socketpair (multiprocessing's Connection framing) and the
+settings `{"executable", "launch_timeout", "max_pages", "dir", "endpoint"}`. Before anything else it
+sets its process up (`healerd.adapters.browser_host.prepare`: its files in `dir`, not root, the
+sandbox probed) and says so: `{"op": "hello", "uid", "sandbox", "why", ...}`.
+
+It reads requests `{"op": "fetch", "id", "url", "headers", "cookies", "wait_for", "timeout",
+"max_bytes", "max_redirects", "user_agent", "block", "allow_private"}` and answers each with
 `{"id", "ok": True, "status", "final_url", "headers", "html", "permanent_redirect"}` or
 `{"id", "ok": False, "kind", "code", "status"}`, where `kind` names what went wrong
-(`timeout_load`, `timeout_wait`, `net`, `crash`, `too_big`, `launch`, `other`) and `code`
-is Chromium's `net::ERR_…` name when there is one. No message text from the browser is
-sent back (it may hold a URL with credentials); `healerd.adapters.browser.error_for` turns the
-answer into an error class and a masked one-line message.
+(`timeout_load`, `timeout_wait`, `timeout_cpu`, `net`, `crash`, `too_big`, `launch`, `left`,
+`refused`, `redirects`, `other`) and `code` is Chromium's `net::ERR_…` name when there is one (or a
+short phrase of ours). No message text from the browser is sent back (it may hold a URL with
+credentials); `healerd.adapters.browser.error_for` turns the answer into an error class and a masked
+one-line message.
 
-Pages render concurrently (one asyncio task each), each in a browser context of its
-own. A context is reused (a new one costs a renderer start: about 3x the CPU of the
-page itself), but between two fetches it is cleaned: blank page, no cookie, no storage
-of the origins visited; the HTTP cache is off (request routing disables it); after
-SLOT_USES fetches it is replaced. When Chromium dies, the fetches in flight
-fail with `crash` and the next fetch launches a new one. EOF on the pipe or
-`{"op": "close"}` closes the browser and ends the process.
+Every page is treated as hostile:
+- each fetch gets a fresh browser context (its own cookie jar and storage, downloads refused,
+  service workers blocked) with one page; any other page it opens (window.open, target=_blank)
+  is closed the moment it appears and its requests are refused; the context is closed with all
+  its pages when the fetch ends, whatever happened;
+- the source's headers and cookies go only to the source's origin (scheme, host and port): the
+  cookies as a `Cookie` header on those requests, never in a jar the page's script can read;
+- every request (navigation, fetch/XHR, subresource, WebSocket) is checked against
+  `healerd.core.netpolicy` with its host resolved here: internal addresses other than the
+  source's own origin are refused unless `allow_private`;
+- the main document's redirects are followed here, hop by hop (each hop checked, credentials
+  to the source's origin only, `max_redirects`, loops named); a navigation the page makes away
+  from the source's origin fails the fetch (`left`);
+- the whole fetch has one deadline; past it the context is closed, which ends its renderer
+  even if its script never yields, and a renderer that no longer answers is reported as such
+  (`timeout_cpu`). Other fetches run in their own contexts (their own renderers) meanwhile.
+When Chromium dies, the fetches in flight fail with `crash` and the next fetch launches a new
+one. EOF on the pipe or `{"op": "close"}` closes the browser and ends the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import re
 import time
-from urllib.parse import urlsplit
+from urllib.parse import urljoin
 
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
+from healerd.core import netpolicy
+
+CHROMIUM_ARGS = ["--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
-SLOT_USES = 100   # fetches one browser context serves (cleaned in between) before a fresh one
+                 "--disable-dev-shm-usage",
+                 # Our own network policy decides what a page may reach (a main document is
+                 # fulfilled from the route, so Chromium cannot tell its address space).
+                 "--disable-features=LocalNetworkAccessChecks,PrivateNetworkAccessRespectPreflightResults,"
+                 "BlockInsecurePrivateNetworkRequests"]
+REDIRECTS = (301, 302, 303, 307, 308)
+CLOSE_TIMEOUT_S = 5.0
+ALIVE_PROBE_S = 0.5   # a renderer that cannot evaluate `1` within this is busy with the page's script
 _NET_CODE = re.compile(r"net::(ERR_[A-Z_]+)")
 _CLOSED = ("has been closed", "Target closed", "Browser closed", "browser has disconnected",
            "Target crashed", "Page crashed", "Connection closed")
-
-
-def _origin(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return ""
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.scheme in ("http", "https") else ""
-
-
-def _host(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 class _Failed(Exception):
@@ -57,184 +68,327 @@ class _Failed(Exception):
         self.kind, self.code, self.status = kind, code, status
 
 
-class _Slot:
-    """A browser context with one page, serving one fetch at a time (cleaned between fetches)."""
+class _Guard:
+    """One fetch's rules, applied to every request its page makes."""
 
-    def __init__(self, browser, user_agent: str, context, page, cdp):
-        self.browser, self.user_agent, self.context, self.page, self.cdp = browser, user_agent, context, page, cdp
-        self.host, self.headers, self.block = "", {}, set()
-        self.origins: set[str] = set()
-        self.uses = 0
+    def __init__(self, req: dict, resolve):
+        self.source = req["url"]
+        self.headers = dict(req.get("headers") or {})
+        cookies = req.get("cookies") or {}
+        self.cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        self.block = set(req.get("block") or ())
+        self.allow_private = bool(req.get("allow_private"))
+        self.resolve = resolve
+        self.page = None
+        self.deadline = time.monotonic() + max(0.001, float(req["timeout"]))
+        self.phase = "load"                      # load, wait (for wait_for), content
+        self.navigating: str | None = None       # the URL the fetch itself is loading
+        self.hop: tuple[int, str] | None = None  # a redirect of that load, to follow here
+        self.committed = False                   # the page's document was handed to the renderer
+        self.failure: _Failed | None = None      # what ends the fetch early
+        self.ended = asyncio.Event()
+
+    def ms_left(self) -> float:
+        return max(1.0, (self.deadline - time.monotonic()) * 1000.0)
+
+    def fail(self, failure: _Failed) -> None:
+        if self.failure is None:
+            self.failure = failure
+            self.ended.set()
+
+    async def refusal(self, url: str) -> str | None:
+        if netpolicy.same_origin(self.source, url):
+            return None
+        hp = netpolicy.host_port(url)
+        addresses = await self.resolve(*hp) if hp is not None else []
+        return netpolicy.refusal(url, self.source, addresses, self.allow_private)
+
+    def credentials(self, url: str, headers: dict) -> dict:
+        """The request's headers plus the source's headers and cookies when it goes to the source's origin."""
+        if not netpolicy.same_origin(self.source, url) or not (self.headers or self.cookie):
+            return headers
+        out = {k: v for k, v in headers.items()}
+        out.update(self.headers)
+        if self.cookie:
+            jar = headers.get("cookie")
+            out["cookie"] = f"{jar}; {self.cookie}" if jar else self.cookie
+        return out
+
+    async def route(self, route) -> None:
+        try:
+            await self._route(route)
+        except Exception:
+            with contextlib.suppress(Exception):
+                await route.abort("blockedbyclient")
+
+    async def _route(self, route) -> None:
+        request = route.request
+        url = request.url
+        try:
+            page = request.frame.page
+        except Exception:
+            page = None
+        if page is None or page is not self.page:   # a popup's, a worker's: never
+            return await route.abort("blockedbyclient")
+        if request.resource_type in self.block:
+            return await route.abort("blockedbyclient")
+        main = request.is_navigation_request() and request.frame.parent_frame is None
+        if main and self.navigating is None and not netpolicy.same_origin(self.source, url):
+            hp = netpolicy.host_port(url)
+            self.fail(_Failed("left", f"{hp[0]}:{hp[1]}" if hp else "another scheme"))
+            return await route.abort("blockedbyclient")
+        why = await self.refusal(url)
+        if why:
+            if main:
+                self.fail(_Failed("refused", why))
+            return await route.abort("addressunreachable")
+        headers = self.credentials(url, request.headers)
+        if not main:
+            if not self.cookie or not netpolicy.same_origin(self.source, url):
+                return await route.continue_(headers=headers)
+            # Chromium takes a request's Cookie header from its jar only, and a cookie in the jar
+            # would be the page script's to read (and, not being port-scoped, sent to other ports
+            # of the host): the source's own requests that carry its cookies are made here.
+            resp = await route.fetch(headers=headers, max_redirects=0, max_retries=0, timeout=self.ms_left())
+            location = resp.headers.get("location")
+            if resp.status in REDIRECTS and location and await self.refusal(urljoin(url, location.strip())):
+                return await route.abort("addressunreachable")
+            return await route.fulfill(response=resp)
+        # The main document: fetched here one hop at a time, so every redirect is checked.
+        self.navigating = None
+        try:
+            resp = await route.fetch(headers=headers, max_redirects=0, max_retries=0, timeout=self.ms_left())
+        except Exception as exc:
+            text = str(exc)
+            if any(s in text for s in _CLOSED):
+                self.fail(_Failed("crash"))
+            elif type(exc).__name__ != "TimeoutError":
+                self.fail(_Failed("net", _node_code(text)))
+            return await route.abort("failed")
+        location = resp.headers.get("location")
+        if resp.status in REDIRECTS and location:
+            self.hop = (resp.status, urljoin(url, location.strip()))
+            await resp.dispose()
+            return await route.abort("aborted")
+        await route.fulfill(response=resp)
+        self.committed = True
+
+    async def redirected(self, request) -> None:
+        """A subresource's redirect hop is followed by Chromium, not routed: one to a refused
+        address fails the fetch, so nothing read from there can become records."""
+        try:
+            why = await self.refusal(request.url)
+        except Exception:
+            return
+        if why:
+            self.fail(_Failed("refused", why))
+
+    async def websocket(self, ws) -> None:
+        try:
+            why = await self.refusal(ws.url)
+            if why:
+                await ws.close(code=1008, reason="refused")
+            else:
+                ws.connect_to_server()
+        except Exception:
+            pass
 
 
 class Worker:
-    def __init__(self, conn, executable: str, launch_timeout: float, max_pages: int = 2):
+    def __init__(self, conn, executable: str, launch_timeout: float, max_pages: int = 2, endpoint: str = "",
+                 sandbox: bool = False):
         self.conn = conn
         self.max_pages = max_pages
-        self._ready: list[_Slot] = []        # cleaned contexts waiting for the next fetches
-        self._background: set[asyncio.Task] = set()
-        self._releasing = 0                  # slots being cleaned right now
-        self._slot_changed = asyncio.Condition()
         self.executable = executable
         self.launch_timeout = launch_timeout
+        self.endpoint = endpoint
+        self.sandbox = sandbox
         self.pw = None
         self.browser = None
         self._launch_lock = asyncio.Lock()
+        self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
 
     async def _browser(self):
         async with self._launch_lock:
             if self.browser is None or not self.browser.is_connected():
                 old, self.browser = self.browser, None
                 if old is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         await old.close()
-                    except Exception:
-                        pass
                 try:
-                    self.browser = await self.pw.chromium.launch(
-                        executable_path=self.executable, args=CHROMIUM_ARGS, headless=True,
-                        timeout=self.launch_timeout * 1000.0)
+                    if self.endpoint:
+                        options = {"headless": True, "args": CHROMIUM_ARGS, "chromiumSandbox": True}
+                        if self.executable:
+                            options["executablePath"] = self.executable
+                        self.browser = await self.pw.chromium.connect(
+                            self.endpoint, timeout=self.launch_timeout * 1000.0,
+                            headers={"x-playwright-launch-options": json.dumps(options)})
+                    else:
+                        self.browser = await self._launch()
                 except Exception as exc:
                     raise _Failed("launch", type(exc).__name__) from None
             return self.browser
 
-    async def fetch(self, req: dict) -> dict:
-        started = time.monotonic()
-        url = req["url"]
-        timeout_ms = max(1.0, float(req["timeout"]) * 1000.0)
-        browser = await self._browser()
-        slot = None
-        try:
-            slot = await self._take(browser, req["user_agent"])
-            slot.host, slot.headers, slot.block = _host(url), req.get("headers") or {}, set(req.get("block") or ())
-            cookies = req.get("cookies") or {}
-            if cookies:
-                await slot.context.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
-            page = slot.page
+    async def _launch(self):
+        launch = self.pw.chromium.launch
+        options = {"executable_path": self.executable, "args": CHROMIUM_ARGS, "headless": True,
+                   "timeout": self.launch_timeout * 1000.0}
+        if self.sandbox:
             try:
-                resp = await page.goto(url, wait_until="load", timeout=timeout_ms)
+                return await launch(chromium_sandbox=True, **options)
             except Exception as exc:
-                raise self._classify(exc, "timeout_load") from None
-            if resp is None:
-                raise _Failed("other", "NO_RESPONSE")
-            status = resp.status
-            headers = {k.lower(): v for k, v in (await resp.all_headers()).items()}
-            declared = headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > req["max_bytes"]:
-                raise _Failed("too_big", "", status)
-            if req.get("wait_for") and status < 400:
-                left = timeout_ms - (time.monotonic() - started) * 1000.0
-                try:
-                    await page.wait_for_selector(req["wait_for"], state="attached", timeout=max(1.0, left))
-                except Exception as exc:
-                    raise self._classify(exc, "timeout_wait") from None
-            html = await page.content()
-            if len(html.encode("utf-8", "replace")) > req["max_bytes"]:
-                raise _Failed("too_big", "", status)
-            return {"ok": True, "status": status, "final_url": page.url, "headers": headers, "html": html,
-                    "permanent_redirect": await self._permanent_redirect(resp)}
-        except _Failed:
-            raise
+                # The kernel gave us a user namespace, but something else (a seccomp filter, a
+                # missing capability inside it) keeps the sandbox from starting.
+                self.sandbox = False
+                self._tell({"op": "notice", "why": f"Chromium's sandbox did not start ({type(exc).__name__}: "
+                                                   f"{_first_line(str(exc))})"})
+        return await launch(chromium_sandbox=False, **options)
+
+    def _tell(self, msg: dict) -> None:
+        try:
+            self.conn.send(msg)
+        except (OSError, ValueError):
+            pass
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """The addresses `host` resolves to (cached 30 s); [host] for an address, [] when it does not resolve."""
+        host = host.strip("[]")
+        if netpolicy.is_address(host):
+            return [host]
+        hit = self._dns.get((host, port))
+        if hit is not None and time.monotonic() - hit[0] < 30.0:
+            return hit[1]
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port)
+            found = sorted({info[4][0] for info in infos})
+        except OSError:
+            found = []
+        if len(self._dns) > 1000:
+            self._dns.clear()
+        self._dns[(host, port)] = (time.monotonic(), found)
+        return found
+
+    async def fetch(self, req: dict) -> dict:
+        browser = await self._browser()   # a launch is bounded by launch_timeout, not by the page's deadline
+        try:
+            context = await browser.new_context(user_agent=req["user_agent"], service_workers="block",
+                                                accept_downloads=False)
         except Exception as exc:
             raise self._classify(exc, "other") from None
-        finally:
-            if slot is not None:
-                # Cleaned up for the next fetch once this answer is on its way.
-                slot.origins.update({_origin(url), _origin(slot.page.url)})
-                asyncio.get_running_loop().call_soon(self._spawn, self._release(slot))
-
-    def _spawn(self, coro) -> None:
-        task = asyncio.create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _new_slot(self, browser, user_agent: str) -> _Slot:
-        context = await browser.new_context(user_agent=user_agent, service_workers="block")
+        guard = _Guard(req, self.resolve)   # the page's deadline starts with its context
+        deadline = guard.deadline
         try:
-            page = await context.new_page()
-            slot = _Slot(browser, user_agent, context, page, await context.new_cdp_session(page))
-            await page.route("**/*", self._router(slot))   # routing also turns the HTTP cache off
-        except BaseException:
-            await context.close()
+            async with asyncio.timeout_at(asyncio.get_running_loop().time() + (deadline - time.monotonic())):
+                return await self._render(context, guard, req, deadline)
+        except TimeoutError:
+            raise await self._why_late(guard, _Failed("timeout_wait" if guard.phase == "wait" else "timeout_load")) \
+                from None
+        except _Failed as failed:
+            if failed.kind.startswith("timeout"):
+                raise await self._why_late(guard, failed) from None
+            if failed.kind == "net" and failed.code == "ERR_FAILED":
+                # The driver's request failed without saying why: was it Chromium dying under it?
+                await asyncio.sleep(0.2)
+                if not browser.is_connected():
+                    raise _Failed("crash") from None
             raise
-        return slot
-
-    async def _take(self, browser, user_agent: str) -> _Slot:
-        async with self._slot_changed:
-            # A slot being cleaned is ready in milliseconds; a new one costs a renderer start.
-            await self._slot_changed.wait_for(lambda: self._ready or not self._releasing)
-        while self._ready:
-            slot = self._ready.pop()
-            if slot.browser is browser and browser.is_connected() and slot.user_agent == user_agent \
-                    and not slot.page.is_closed():
-                return slot
-            self._spawn(self._close(slot))
-        return await self._new_slot(browser, user_agent)
-
-    async def _release(self, slot: _Slot) -> None:
-        """Make the slot ready for the next fetch with nothing of this one left: the page is
-        blank, every cookie is gone, and so is all storage of the origins it visited (local
-        storage, IndexedDB, cache storage, service workers). A slot used SLOT_USES times, or
-        one that cannot be cleaned, is closed instead."""
-        slot.uses += 1
-        self._releasing += 1
-        try:
-            await slot.page.goto("about:blank")
-            await slot.context.clear_cookies()
-            for origin in slot.origins - {""}:
-                await slot.cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
-            slot.origins.clear()
-            slot.host, slot.headers = "", {}
-            if slot.uses < SLOT_USES and slot.browser is self.browser and self.browser.is_connected() \
-                    and len(self._ready) < self.max_pages:
-                self._ready.append(slot)
-                slot = None
-        except Exception:
-            pass
         finally:
-            self._releasing -= 1
-            async with self._slot_changed:
-                self._slot_changed.notify_all()
-        if slot is not None:
-            await self._close(slot)
-
-    @staticmethod
-    async def _close(slot: _Slot) -> None:
-        try:
-            await slot.context.close()
-        except Exception:
-            pass
-
-    @staticmethod
-    def _router(slot: _Slot):
-        async def route(r):
+            # Every page of this fetch (popups included) and its renderer go with the context.
             try:
-                request = r.request
-                if request.resource_type in slot.block:
-                    await r.abort("blockedbyclient")
-                elif slot.headers and _host(request.url) == slot.host:
-                    # The blueprint's headers go to the page's own host only, never to a third party.
-                    await r.continue_(headers={**request.headers, **slot.headers})
-                else:
-                    await r.continue_()
+                await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
             except Exception:
-                pass   # the page or the browser went away meanwhile
-        return route
+                pass
+
+    async def _render(self, context, guard: _Guard, req: dict, deadline: float) -> dict:
+        await context.route("**/*", guard.route)     # routing also turns the HTTP cache off
+        await context.route_web_socket("**/*", guard.websocket)
+        page = guard.page = await context.new_page()
+
+        def close_stranger(other) -> None:
+            if other is not page:
+                asyncio.ensure_future(_close_quietly(other))
+        context.on("page", close_stranger)
+        page.on("download", lambda d: asyncio.ensure_future(_cancel_quietly(d)))
+        page.on("request", lambda r: asyncio.ensure_future(guard.redirected(r)) if r.redirected_from else None)
+        url, first, chain, permanent = req["url"], None, [req["url"]], None
+        while True:
+            guard.navigating, guard.hop = url, None
+            try:
+                resp = await self._until_failed(guard, page.goto(url, wait_until="load", timeout=_ms_left(deadline)))
+            except _Failed:
+                raise
+            except Exception as exc:
+                if guard.hop is None:
+                    raise self._classify(exc, "timeout_load") from None
+                resp = None
+            if guard.hop is None:
+                break
+            status, target = guard.hop
+            if first is None:
+                first = status
+                if status in (301, 308):
+                    permanent = target
+            if netpolicy.origin(target) is None or not target.startswith(("http://", "https://")):
+                raise _Failed("redirects", "unusable", status)
+            if target in chain:
+                raise _Failed("redirects", "loop", status)
+            if len(chain) > int(req.get("max_redirects", 10)):
+                raise _Failed("redirects", "too_many", status)
+            chain.append(target)
+            url = target
+        if resp is None:
+            raise _Failed("other", "NO_RESPONSE")
+        status = resp.status
+        headers = {k.lower(): v for k, v in (await resp.all_headers()).items()}
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > req["max_bytes"]:
+            raise _Failed("too_big", "", status)
+        guard.phase = "wait"
+        if req.get("wait_for") and status < 400:
+            try:
+                await self._until_failed(guard, page.wait_for_selector(req["wait_for"], state="attached",
+                                                                         timeout=_ms_left(deadline)))
+            except _Failed:
+                raise
+            except Exception as exc:
+                raise self._classify(exc, "timeout_wait") from None
+        guard.phase = "content"
+        html = await self._until_failed(guard, page.content())
+        if guard.failure is not None:
+            raise guard.failure
+        if len(html.encode("utf-8", "replace")) > req["max_bytes"]:
+            raise _Failed("too_big", "", status)
+        return {"ok": True, "status": status, "final_url": page.url, "headers": headers, "html": html,
+                "permanent_redirect": permanent}
 
     @staticmethod
-    async def _permanent_redirect(resp) -> str | None:
-        first = resp.request
-        while first.redirected_from is not None:
-            first = first.redirected_from
-        if first is resp.request:
-            return None
+    async def _until_failed(guard: _Guard, coro):
+        """`coro`'s result, unless the guard ends the fetch first (the page left, a refused load)."""
+        work = asyncio.ensure_future(coro)
+        work.add_done_callback(lambda t: t.cancelled() or t.exception())   # never "never retrieved"
+        ended = asyncio.ensure_future(guard.ended.wait())
         try:
-            first_resp = await first.response()
+            await asyncio.wait({work, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not work.done() and guard.failure is None:   # cancelled from outside (the deadline)
+                work.cancel()
+        if guard.failure is not None and (not work.done() or work.exception() is not None):
+            work.cancel()
+            raise guard.failure
+        return work.result()
+
+    @staticmethod
+    async def _why_late(guard: _Guard, failed: _Failed) -> _Failed:
+        """The fetch's deadline passed: `failed`, or `timeout_cpu` when the page's renderer is
+        busy with its script (it cannot evaluate `1`)."""
+        if guard.page is None or not guard.committed:
+            return failed
+        try:
+            await asyncio.wait_for(guard.page.evaluate("1"), ALIVE_PROBE_S)
         except Exception:
-            return None
-        if first_resp is not None and first_resp.status in (301, 308) and first.redirected_to is not None:
-            return first.redirected_to.url
-        return None
+            return _Failed("timeout_cpu", "", failed.status)
+        return failed
 
     def _classify(self, exc: Exception, timeout_kind: str) -> _Failed:
         text = str(exc)
@@ -292,13 +446,68 @@ class Worker:
             pass
 
 
-def main(conn, executable: str, launch_timeout: float, max_pages: int) -> None:
+# What Node's HTTP client (the main document is fetched by Playwright's driver) says, as
+# Chromium would have said it.
+_NODE_CODES = (("ECONNREFUSED", "ERR_CONNECTION_REFUSED"), ("ECONNRESET", "ERR_CONNECTION_RESET"),
+               ("ENOTFOUND", "ERR_NAME_NOT_RESOLVED"), ("EAI_AGAIN", "ERR_NAME_RESOLUTION_FAILED"),
+               ("ETIMEDOUT", "ERR_CONNECTION_TIMED_OUT"), ("EHOSTUNREACH", "ERR_ADDRESS_UNREACHABLE"),
+               ("ENETUNREACH", "ERR_ADDRESS_UNREACHABLE"), ("socket hang up", "ERR_EMPTY_RESPONSE"),
+               ("CERT_", "ERR_CERT_INVALID"), ("certificate", "ERR_CERT_INVALID"), ("SSL", "ERR_SSL_PROTOCOL_ERROR"),
+               ("TLS", "ERR_SSL_PROTOCOL_ERROR"))
+
+
+def _node_code(text: str) -> str:
+    m = _NET_CODE.search(text)
+    if m:
+        return m.group(1)
+    for needle, code in _NODE_CODES:
+        if needle in text:
+            return code
+    return "ERR_FAILED"
+
+
+def _first_line(text: str) -> str:
+    """A short first line of a browser message, with nothing that looks like a URL."""
+    line = (text.strip().splitlines() or [""])[0]
+    return re.sub(r"\S+://\S+", "<url>", line)[:160]
+
+
+def _ms_left(deadline: float) -> float:
+    return max(1.0, (deadline - time.monotonic()) * 1000.0)
+
+
+async def _close_quietly(page) -> None:
+    with contextlib.suppress(Exception):
+        await page.close()
+
+
+async def _cancel_quietly(download) -> None:
+    with contextlib.suppress(Exception):
+        await download.cancel()
+
+
+def main(conn, settings: dict) -> None:
     """The worker process's entry point."""
-    asyncio.run(Worker(conn, executable, launch_timeout, max_pages).serve())
+    # Everything the worker will import, imported while it can still read any path (after the
+    # drop to nobody, an interpreter installed under root's home could not be read).
+    import concurrent.futures.thread  # noqa: F401  (run_in_executor's pool)
+    import encodings.idna  # noqa: F401  (getaddrinfo of a host name)
+
+    import playwright.async_api  # noqa: F401
+
+    from healerd.adapters.browser_host import prepare
+
+    endpoint = settings.get("endpoint") or ""
+    hello = {"op": "hello", "uid": None, "sandbox": False, "why": "", "remote": bool(endpoint)}
+    if settings.get("dir"):
+        hello.update(prepare(settings["dir"]))
+    conn.send(hello)
+    asyncio.run(Worker(conn, settings.get("executable") or "", float(settings["launch_timeout"]),
+                       int(settings["max_pages"]), endpoint, bool(hello["sandbox"])).serve())
 
 
 if __name__ == "__main__":
     import sys
     from multiprocessing.connection import Connection
 
-    main(Connection(int(sys.argv[1])), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]))
+    main(Connection(int(sys.argv[1])), json.loads(sys.argv[2]))

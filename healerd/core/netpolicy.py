@@ -1,0 +1,85 @@
+"""Where a page rendered for a source may send its requests (pure: no sockets, no DNS).
+
+A scraped page's script is not trusted. Whatever it asks for (a navigation, fetch/XHR, a
+subresource, a WebSocket), the browser fetch asks here first:
+- the source's own origin (scheme, host and port, as for the HTTP fetcher's credentials) is
+  always allowed: it is what the source was told to scrape;
+- any other URL whose host resolves to an internal address (loopback, private, link-local
+  such as the cloud metadata address 169.254.169.254, unique-local, unspecified, multicast or
+  reserved) is refused, unless `allow_private` is set; the caller passes the addresses it
+  resolved, so a name pointing at an internal address is refused like the address itself;
+- schemes other than http(s) and ws(s) are refused (data: and blob: never reach the network
+  and are not asked about).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+# A WebSocket to the page's own host and port is the same origin for this purpose.
+_SAME_AS = {"ws": "http", "wss": "https"}
+
+
+def origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s)/ws(s) URL, ws mapped to http and wss to https; None otherwise."""
+    try:
+        parts = urlsplit(url)
+        scheme = (parts.scheme or "").lower()
+        host = (parts.hostname or "").lower()
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return None
+    if scheme not in DEFAULT_PORTS or not host or port is None:
+        return None
+    return _SAME_AS.get(scheme, scheme), host, port
+
+
+def same_origin(first: str, other: str) -> bool:
+    """True when `other` has `first`'s origin: the same scheme, host and port (default ports filled in)."""
+    a = origin(first)
+    return a is not None and a == origin(other)
+
+
+def host_port(url: str) -> tuple[str, int] | None:
+    """The host (brackets removed) and port a request to `url` connects to, or None."""
+    o = origin(url)
+    return None if o is None else (o[1], o[2])
+
+
+def internal(address: str) -> bool:
+    """True for an address a scraped page must not reach: loopback, private, link-local,
+    unique-local, unspecified, multicast, reserved (IPv4-mapped IPv6 judged as IPv4)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return True   # not an address we can judge: refused
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return bool(ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast
+                or ip.is_reserved or (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local))
+
+
+def refusal(url: str, source_url: str, addresses: list[str], allow_private: bool) -> str | None:
+    """Why a page of `source_url` may not request `url` (one short phrase), or None when it may.
+
+    `addresses` are what the URL's host resolved to (the host itself when it is an address)."""
+    if same_origin(source_url, url):
+        return None
+    if origin(url) is None:
+        return "not an http(s) or ws(s) URL"
+    if allow_private:
+        return None
+    bad = [a for a in addresses if internal(a)]
+    if bad:
+        return f"an internal address ({bad[0]})"
+    return None
+
+
+def is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
