@@ -136,6 +136,22 @@ class Ledger:
         sources.add(self.conn, name, bp, origin=origin, now=now)
         return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
+    def add_sources(self, entries: list[tuple[str, Blueprint]], origin: str = "sources_dir") -> Effects:
+        """Register many sources in one transaction (loading a sources directory): one commit for
+        the lot instead of one each. Each source in its own savepoint: one that cannot be added (a
+        name taken meanwhile) is reported in the result's `errors` and the others are kept."""
+        now = self.clock()
+        added: list[str] = []
+        errors: dict[str, str] = {}
+        for name, bp in entries:
+            try:
+                sources.add(self.conn, name, bp, origin=origin, now=now)
+            except (sources.SourceExists, ValueError) as exc:
+                errors[name] = str(exc)
+            else:
+                added.append(name)
+        return Effects(result={"added": added, "errors": errors})
+
     def remove_source(self, name: str) -> Effects:
         sources.remove(self.conn, name)
         self._forget_model(name)
