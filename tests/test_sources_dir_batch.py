@@ -46,3 +46,31 @@ def test_the_daemon_loads_more_than_a_batch(daemon_factory):
     listed = d.ctl_json("status")
     assert len(listed) == n and listed[0]["name"] == "s00000" and listed[-1]["name"] == f"s{n - 1:05d}"
     assert "broken.json" in d.log()
+
+
+def test_a_batch_adds_what_add_adds(tmp_path):
+    """The rows of a batch are the rows `sources.add` writes for one source (the status, the
+    production version, the registration event), and a name twice in a batch is added once."""
+    conn = open_db(str(tmp_path / "healerd.db"))
+    bp = from_dict(BP)
+    sources.add(conn, "one", bp, origin="sources_dir", now=1_700_000_000.0)
+    refused = sources.add_many(conn, [("two", bp), ("two", bp)], origin="sources_dir", now=1_700_000_000.0)
+    assert refused == {"two": "a source named 'two' exists already"}
+    one, two = (sources.status_one(conn, n, now=1_700_000_100.0) for n in ("one", "two"))
+    assert {**one, "name": "two"} == two
+    for table, key in (("sources", "name"), ("source_health", "source_name"), ("parser_versions", "source_name")):
+        rows = {r[key]: {k: v for k, v in r.items() if k != "id"} for r in _rows(conn, f"SELECT * FROM {table}")}
+        assert {**rows["one"], key: "two"} == rows["two"], table
+    events = _rows(conn, "SELECT source_name, from_state, to_state, trigger, reason FROM source_events")
+    assert [e[1:] for e in events] == [("NEW", "ACTIVE", "register", "registered (sources_dir)")] * 2
+    conn.close()
+
+
+def _rows(conn, sql):
+    cur = conn.execute(sql)
+    desc = None
+    out: list = []
+    for r in cur:
+        desc = desc or [d[0] for d in cur.getdescription()]
+        out.append(r if "source_events" in sql else dict(zip(desc, r)))
+    return out
