@@ -72,6 +72,13 @@ def test_pages_are_slices_of_the_whole_status(tmp_path):
     assert [o["name"] for o in _objects(got)] == ["src-00017", "src-00002", "src-00039"] and got["total"] == 3
     got = status_pages.page(conn, limit=2, states=["DEAD", "QUARANTINED"], after="src-00002")
     assert [o["name"] for o in _objects(got)] == ["src-00017", "src-00039"]
+    for keep in (["ACTIVE"], ["DEGRADED", "DEAD"], ["ACTIVE", "QUARANTINED"]):
+        kept = [o for o in whole if o["state"] in keep]
+        for offset, limit in ((0, 2), (1, 3), (3, 50)):
+            got = status_pages.page(conn, limit=limit, offset=offset, states=keep)
+            assert _objects(got) == kept[offset:offset + limit], (keep, offset, limit)
+            after = status_pages.page(conn, limit=limit, states=keep, after=kept[offset]["name"])
+            assert _objects(after) == kept[offset + 1:offset + 1 + limit], (keep, offset, limit)
     assert status_pages.page(conn, limit=5, offset=50)["rows"] == []
     with pytest.raises(ValueError):
         status_pages.page(conn, limit=5, order="newest")

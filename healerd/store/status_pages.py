@@ -9,6 +9,7 @@ A page is `limit` rows (arrays in STATUS_KEYS order, as JSON text built by SQLit
   O(offset + limit) index steps, not a sort of the fleet.
 - `order="name"`: by name; `after` continues after a name (a script reading the whole fleet
   page after page: each page a range of the primary key, O(limit)), or `offset` skips rows.
+  With `states`, each state's rows come by name from the same index and are merged.
 
 `states` keeps only those lifecycle states. Pages are read each in its own transaction: a
 fleet read page after page while it changes can miss a source added meanwhile, or show a
@@ -17,7 +18,7 @@ source's newer row, but never shows one twice (pages are taken by increasing nam
 
 from __future__ import annotations
 
-import json
+import heapq
 from collections.abc import Sequence
 
 import apsw
@@ -32,17 +33,17 @@ _PAUSED = STATUS_KEYS.index("paused")
 
 def _select(where: str, order: str) -> str:
     """(name, the row as a JSON array) of the sources matching `where`, ordered by `order`; the
-    parameters: ?1 now, then those of `where`, then LIMIT and OFFSET last."""
+    parameters: ?1 now, ?2 and ?3 those of `where`, then LIMIT and OFFSET."""
     values = list(status_columns("healerd_mask_url(s.url)"))
     values[_PAUSED] = f"json(CASE WHEN {values[_PAUSED]} THEN 'true' ELSE 'false' END)"
-    return (f"SELECT s.name, json_array({', '.join(values)}) FROM source_health h "
-            f"JOIN sources s ON s.name = h.source_name WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?")
+    return (f"SELECT s.name, json_array({', '.join(values)}) FROM sources s "
+            f"JOIN source_health h ON h.source_name = s.name WHERE {where} ORDER BY {order} LIMIT ?4 OFFSET ?5")
 
 
-_BY_STATE = _select("h.state = ?2", "h.source_name")
-_STATES_SQL = "h.state IN (SELECT value FROM json_each(?2))"
-_BY_NAME = _select(_STATES_SQL, "s.name")
-_BY_NAME_AFTER = _select(f"{_STATES_SQL} AND s.name > ?3", "s.name")
+# Both walk an index in its order (no sort of the matching rows): the primary key of `sources`,
+# or `source_health(state, source_name)` from a name on.
+_ALL = _select("s.name > ?2", "s.name")   # (?3 unused)
+_ONE_STATE = _select("h.state = ?3 AND h.source_name > ?2", "h.source_name")
 
 
 def page(conn: apsw.Connection, *, limit: int, offset: int = 0, order: str = "name",
@@ -56,27 +57,24 @@ def page(conn: apsw.Connection, *, limit: int, offset: int = 0, order: str = "na
         counts = state_counts(conn)
         wanted = [s for s in ATTENTION_ORDER if states is None or s in states]
         total = sum(counts.get(s, 0) for s in wanted)
-        out: list[str] = []
-        last: str | None = None
+        found: list = []   # (name, row JSON text)
         if order == "attention":
             skip = offset
             for state in wanted:
-                if len(out) >= limit:
+                if len(found) >= limit:
                     break
                 n = counts.get(state, 0)
                 if skip >= n:
                     skip -= n
                     continue
-                for name, text in conn.execute(_BY_STATE, (now, state, limit - len(out), skip)):
-                    out.append(text)
-                    last = name
+                found += conn.execute(_ONE_STATE, (now, "", state, limit - len(found), skip)).fetchall()
                 skip = 0
+        elif states is None:
+            found = conn.execute(_ALL, (now, after or "", None, limit, offset)).fetchall()
         else:
-            if after is None:
-                found = conn.execute(_BY_NAME, (now, json.dumps(wanted), limit, offset))
-            else:
-                found = conn.execute(_BY_NAME_AFTER, (now, json.dumps(wanted), after, limit, offset))
-            for name, text in found:
-                out.append(text)
-                last = name
-    return {"rows": out, "total": total, "by_state": counts, "last": last}
+            # Each state's rows by name from the index, merged: the first offset + limit of each suffice.
+            runs: list[list] = [conn.execute(_ONE_STATE, (now, after or "", state, offset + limit, 0)).fetchall()
+                    for state in wanted if counts.get(state)]
+            found = list(heapq.merge(*runs))[offset:offset + limit]
+    return {"rows": [text for _, text in found], "total": total, "by_state": counts,
+            "last": found[-1][0] if found else None}
