@@ -11,15 +11,19 @@
 2. Starts the real daemon (`healerd run`, its own process, its worker processes under it)
    with that sources dir, no politeness delay, robots off. Prints:
    - the time from the start of the process to its "ready" log line (the sources dir is
-     loaded before it), and to the first control answer;
+     loaded before it), and the daemon's own CPU seconds by then (less sensitive to what
+     else runs on the machine than the wall time);
    - sources/s in each `--window` seconds of the first cycle (every source due at once),
      until every source has an outcome or `--max-cycle` seconds have passed;
    - the peak RSS of the daemon and its workers together (the sum of their VmRSS, sampled
      every 0.5 s; shared libraries counted once per process);
+   - the CPU seconds the daemon and its workers spent per source scraped (the requests
+     below left out): what a source costs, whatever else the machine runs;
    - while the fleet scrapes, once per window: the control answer's latency for the fleet
      `status` (what `healerctl status` asks), `status NAME`, and the whole process wall time
      of `healerctl status`, `healerctl status NAME` and `healerctl status --json` (its
-     output read and thrown away).
+     output read and thrown away). "op status (table)" is the request `healerctl status`
+     sends (one page of 1000 rows; the whole fleet from a daemon without paging).
 3. Stops the daemon (SIGTERM) and the page server, prints one JSON line with every figure.
 
 No assertions: the figures depend on the machine and on what else runs on it (`uptime`'s
@@ -162,11 +166,49 @@ def run_cli(args: list[str], sock: str) -> None:
         raise RuntimeError(f"healerctl {' '.join(args)} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
 
 
+# What `healerctl status` asks: one page of at most 1000 rows (a daemon from before paging
+# refuses the paging arguments: then the whole fleet, which is what it was asked before).
+STATUS_PAGE = {"table": True, "limit": 1000, "offset": 0, "state": None, "order": "auto"}
+
+
+def status_table(sock: str) -> None:
+    from healerd.control import client
+    from healerd.control.protocol import ControlError
+
+    try:
+        client.call(sock, "status", STATUS_PAGE, timeout=120)
+    except ControlError:
+        client.call(sock, "status", {"table": True}, timeout=120)
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process so far."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of `pid` and of the processes below it now (the workers live as long as it)."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def latencies(sock: str, name: str) -> dict[str, float]:
     from healerd.control import client
 
     return {
-        "op status (table)": timed(lambda: client.call(sock, "status", {"table": True}, timeout=120)),
+        "op status (table)": timed(lambda: status_table(sock)),
         "op status NAME": timed(lambda: client.call(sock, "status", {"name": name}, timeout=120)),
         "healerctl status": timed(lambda: run_cli(["status"], sock)),
         "healerctl status NAME": timed(lambda: run_cli(["status", name], sock)),
@@ -211,26 +253,31 @@ def main() -> int:
                                 stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
         sampler = RssSampler(proc.pid)
         sampler.start()
-        ready = None
+        ready, ready_cpu = None, 0.0
         while ready is None:
             if proc.poll() is not None:
                 raise RuntimeError(f"healerd exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
             if b" ready: " in log_path.read_bytes()[-4000:]:
                 ready = time.perf_counter() - started
+                ready_cpu = cpu_s(proc.pid)
             time.sleep(0.05)
-        print(f"ready after start: {ready:.1f}s", flush=True)
+        print(f"ready after start: {ready:.1f}s (the daemon's own CPU by then: {ready_cpu:.1f}s)", flush=True)
         conn = connect(str(db_path(str(state))))
         windows: list[float] = []
+        probe_cpu = 0.0   # the daemon's CPU while the status requests were answered (left out of CPU/source)
         lat: list[dict[str, float]] = []
         cycle_start = time.perf_counter()
+        cycle_cpu = tree_cpu_s(proc.pid)
         last_t, last_n = cycle_start, scraped(conn)
         name = f"src-{args.sources // 2:06d}"
         done = last_n
         while done < args.sources and time.perf_counter() - cycle_start < args.max_cycle:
             if proc.poll() is not None:
                 raise RuntimeError(f"healerd exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            if time.perf_counter() - cycle_start >= len(lat) * args.window / 2:   # twice per window
+            if time.perf_counter() - cycle_start >= (len(lat) + 0.5) * args.window:   # once per window, mid-way
+                cpu_before = tree_cpu_s(proc.pid)
                 lat.append(latencies(sock, name))
+                probe_cpu += tree_cpu_s(proc.pid) - cpu_before
                 print("  while busy: " + ", ".join(f"{k} {v:.0f} ms" for k, v in lat[-1].items()), flush=True)
             time.sleep(0.5)
             done = scraped(conn)
@@ -241,24 +288,33 @@ def main() -> int:
                       flush=True)
                 last_t, last_n = now, done
         cycle_s = time.perf_counter() - cycle_start
+        cpu_per_source_ms = (tree_cpu_s(proc.pid) - cycle_cpu - probe_cpu) / max(done, 1) * 1000
         if done > last_n:
             windows.append((done - last_n) / max(time.perf_counter() - last_t, 1e-9))
         conn.close()
+        probed_busy = bool(lat)
+        if not lat:   # the cycle ended before the first probe: time the requests once, idle
+            lat.append(latencies(sock, name))
+            print("  (the cycle ended before the first probe: the status requests below were timed after it)")
         sampler.stop.set()
         sampler.join()
         load_after = os.getloadavg()
         rate = done / cycle_s
         figures = {
             "sources": args.sources, "hosts": args.hosts, "scrapers": args.scrapers, "ready_s": round(ready, 1),
+            "ready_cpu_s": round(ready_cpu, 1),
             "first_cycle": {"scraped": done, "seconds": round(cycle_s, 1), "sources_per_s": round(rate, 1),
-                            "per_window": [round(w, 1) for w in windows], "complete": done >= args.sources},
+                            "per_window": [round(w, 1) for w in windows], "complete": done >= args.sources,
+                            "cpu_ms_per_source": round(cpu_per_source_ms, 2)},
             "peak_rss_mb": round(sampler.peak, 1),
+            "probed_while_busy": probed_busy,
             "while_busy_ms": {k: {"median": round(percentile([x[k] for x in lat], 50), 1),
                                   "max": round(max(x[k] for x in lat), 1), "n": len(lat)} for k in lat[0]},
             "load_avg_before": [round(x, 2) for x in load], "load_avg_after": [round(x, 2) for x in load_after],
         }
         print(f"first cycle: {done} of {args.sources} in {cycle_s:.1f}s = {rate:.1f} sources/s; "
               f"per {args.window:g}s window: {', '.join(f'{w:.1f}' for w in windows)}")
+        print(f"CPU per source scraped (daemon + workers, status requests left out): {cpu_per_source_ms:.2f} ms")
         print(f"peak RSS (daemon + workers): {sampler.peak:.0f} MB")
         for k, v in figures["while_busy_ms"].items():
             print(f"{k:26s} median {v['median']:8.1f} ms  max {v['max']:8.1f} ms  (n={v['n']})")
