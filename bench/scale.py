@@ -17,8 +17,8 @@
      until every source has an outcome or `--max-cycle` seconds have passed;
    - the peak RSS of the daemon and its workers together (the sum of their VmRSS, sampled
      every 0.5 s; shared libraries counted once per process);
-   - the CPU seconds the daemon and its workers spent per source scraped (the requests
-     below left out): what a source costs, whatever else the machine runs;
+   - the CPU seconds the daemon and its workers spent per source scraped (answering the
+     requests below included): what a source costs, whatever else the machine runs;
    - while the fleet scrapes, once per window: the control answer's latency for the fleet
      `status` (what `healerctl status` asks), `status NAME`, and the whole process wall time
      of `healerctl status`, `healerctl status NAME` and `healerctl status --json` (its
@@ -264,7 +264,6 @@ def main() -> int:
         print(f"ready after start: {ready:.1f}s (the daemon's own CPU by then: {ready_cpu:.1f}s)", flush=True)
         conn = connect(str(db_path(str(state))))
         windows: list[float] = []
-        probe_cpu = 0.0   # the daemon's CPU while the status requests were answered (left out of CPU/source)
         lat: list[dict[str, float]] = []
         cycle_start = time.perf_counter()
         cycle_cpu = tree_cpu_s(proc.pid)
@@ -275,9 +274,7 @@ def main() -> int:
             if proc.poll() is not None:
                 raise RuntimeError(f"healerd exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
             if time.perf_counter() - cycle_start >= (len(lat) + 0.5) * args.window:   # once per window, mid-way
-                cpu_before = tree_cpu_s(proc.pid)
                 lat.append(latencies(sock, name))
-                probe_cpu += tree_cpu_s(proc.pid) - cpu_before
                 print("  while busy: " + ", ".join(f"{k} {v:.0f} ms" for k, v in lat[-1].items()), flush=True)
             time.sleep(0.5)
             done = scraped(conn)
@@ -288,7 +285,7 @@ def main() -> int:
                       flush=True)
                 last_t, last_n = now, done
         cycle_s = time.perf_counter() - cycle_start
-        cpu_per_source_ms = (tree_cpu_s(proc.pid) - cycle_cpu - probe_cpu) / max(done, 1) * 1000
+        cpu_per_source_ms = (tree_cpu_s(proc.pid) - cycle_cpu) / max(done, 1) * 1000
         if done > last_n:
             windows.append((done - last_n) / max(time.perf_counter() - last_t, 1e-9))
         conn.close()
@@ -314,7 +311,7 @@ def main() -> int:
         }
         print(f"first cycle: {done} of {args.sources} in {cycle_s:.1f}s = {rate:.1f} sources/s; "
               f"per {args.window:g}s window: {', '.join(f'{w:.1f}' for w in windows)}")
-        print(f"CPU per source scraped (daemon + workers, status requests left out): {cpu_per_source_ms:.2f} ms")
+        print(f"CPU per source scraped (daemon + workers, answering the status requests included): {cpu_per_source_ms:.2f} ms")
         print(f"peak RSS (daemon + workers): {sampler.peak:.0f} MB")
         for k, v in figures["while_busy_ms"].items():
             print(f"{k:26s} median {v['median']:8.1f} ms  max {v['max']:8.1f} ms  (n={v['n']})")
