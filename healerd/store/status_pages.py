@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import apsw
 
-from healerd.store.sources import STATUS_KEYS, default_now, state_counts, status_columns
+from healerd.store.sources import MASKED_JOIN, STATUS_KEYS, default_now, masked_urls, state_counts, status_columns
 
 ATTENTION_ORDER = ("DEGRADED", "QUARANTINED", "DEAD", "ACTIVE")
 ORDERS = ("name", "attention")
@@ -34,10 +34,11 @@ _PAUSED = STATUS_KEYS.index("paused")
 def _select(where: str, order: str) -> str:
     """(name, the row as a JSON array) of the sources matching `where`, ordered by `order`; the
     parameters: ?1 now, ?2 and ?3 those of `where`, then LIMIT and OFFSET."""
-    values = list(status_columns("healerd_mask_url(s.url)"))
+    values = list(status_columns())
     values[_PAUSED] = f"json(CASE WHEN {values[_PAUSED]} THEN 'true' ELSE 'false' END)"
     return (f"SELECT s.name, json_array({', '.join(values)}) FROM sources s "
-            f"JOIN source_health h ON h.source_name = s.name WHERE {where} ORDER BY {order} LIMIT ?4 OFFSET ?5")
+            f"JOIN source_health h ON h.source_name = s.name {MASKED_JOIN} WHERE {where} "
+            f"ORDER BY {order} LIMIT ?4 OFFSET ?5")
 
 
 # Both walk an index in its order (no sort of the matching rows): the primary key of `sources`,
@@ -53,6 +54,9 @@ def page(conn: apsw.Connection, *, limit: int, offset: int = 0, order: str = "na
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}")
     now = default_now(now)
+    # URLs masked once per connection (a Python call each, holding the GIL the actors need): the
+    # first page brings the table of masked URLs up to date, the pages after it read it.
+    masked_urls(conn, refresh=after is None)
     with conn:
         counts = state_counts(conn)
         wanted = [s for s in ATTENTION_ORDER if states is None or s in states]
