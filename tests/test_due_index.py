@@ -75,3 +75,16 @@ def test_matches_the_rule_through_random_changes():
                 f"step {step}"
     assert len(index) == len(at)
     assert index._entries <= 2 * len(at) + 1024   # stale entries are dropped, not kept for ever
+
+
+def test_stale_entries_are_dropped_when_they_outnumber_the_live_ones():
+    """A source whose time keeps moving later is never popped: its old entries are dropped by a
+    rebuild of the heaps, not kept for ever."""
+    index = DueIndex([("b", "h2", 5.0)])
+    for i in range(5000):
+        index.put("a", "h1", 1000.0 + i)
+    assert index._entries <= 2 * len(index) + 1024
+    assert index.due(10.0, set(), set(), 10) == ["b"]
+    assert index.due(6000.0, set(), set(), 10) == ["b", "a"]
+    index.put("a", "h1", 1.0)
+    assert index.due(10.0, set(), set(), 10) == ["a", "b"]
