@@ -149,3 +149,29 @@ def test_a_large_fleet_is_paged_and_streamed(daemon_factory, monkeypatch):
     r = d.ctl("status", "src-00001", "--limit", "3")
     assert r.returncode == 2 and "not with NAME" in r.stderr
     assert d.ctl("status", "src-00001").returncode == 0
+
+
+def test_kept_rows_page_by_name_and_follow_writes(tmp_path):
+    """The daemon pages the whole fleet by name from one kept StatusRows: its pages are slices of
+    the whole status, and a page read after a write shows it."""
+    from healerd.store.status_rows import StatusRows
+
+    conn = open_db(str(tmp_path / "healerd.db"))
+    _fleet(conn, 25, degraded=(3,))
+    kept = StatusRows(table=True)
+    whole = sources.status_all(conn)
+
+    def objects(texts):
+        return [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in json.loads("[" + ",".join(texts) + "]")]
+
+    texts, last, total = kept.page(conn, 10)
+    assert objects(texts) == whole[:10] and last == "src-00009" and total == 25
+    texts, last, _ = kept.page(conn, 10, after=last)
+    assert objects(texts) == whole[10:20]
+    assert objects(kept.page(conn, 4, offset=2, after="src-00019")[0]) == whole[22:25]
+    sources.set_paused(conn, "src-00021", True)
+    lifecycle.fire(conn, lifecycle.make_model("src-00022"), "die", reason="gone")
+    texts, last, _ = kept.page(conn, 10, after="src-00019")
+    assert objects(texts) == sources.status_all(conn)[20:25] and last == "src-00024"
+    assert objects(texts)[1]["paused"] is True and objects(texts)[2]["state"] == "DEAD"
+    conn.close()
