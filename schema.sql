@@ -257,6 +257,8 @@ CREATE TABLE IF NOT EXISTS status_changes (
     rev         INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS status_changes_by_rev ON status_changes(rev);
+-- The fleet's status page by page, the sources needing attention first (store/status_pages.py).
+CREATE INDEX IF NOT EXISTS source_health_by_state ON source_health(state, source_name);
 -- Noting a source: one upsert, shared by the triggers (SQLite has no procedures).
 CREATE VIEW IF NOT EXISTS status_note AS SELECT source_name FROM status_changes;
 CREATE TRIGGER IF NOT EXISTS status_note_upsert INSTEAD OF INSERT ON status_note BEGIN

@@ -35,7 +35,7 @@ from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
-from healerd.core.blueprint import BlueprintError, load_file
+from healerd.core.blueprint import Blueprint, BlueprintError, load_file
 from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
@@ -86,6 +86,7 @@ FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writ
 WORKERS_READY_S = 30.0       # "ready" waits this long at most for the extraction workers to start
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
+ADD_BATCH = 1000             # sources registered per transaction when a sources_dir is loaded
 EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting cannot help (RestartPreventExitStatus=78)
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
@@ -283,6 +284,8 @@ class Daemon:
             finally:
                 conn.close()
             seen = set()
+            new: list[tuple[str, Blueprint]] = []   # sources to add, written ADD_BATCH at a time
+            file_of: dict[str, str] = {}             # their file names, for the errors
             folder = Path(d)
             files = sorted(p for p in folder.glob("*") if p.suffix in (".toml", ".json")) if folder.is_dir() else []
             if not folder.is_dir():
@@ -302,14 +305,17 @@ class Daemon:
                     continue
                 try:
                     if name not in known:
-                        self.registry.write(Ledger.add_source, name, bp, "sources_dir")
-                        out["added"].append(name)
+                        new.append((name, bp))
+                        file_of[name] = path.name
+                        if len(new) >= ADD_BATCH:
+                            self._add_batch(new, file_of, out)
                     elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
                         self.registry.write(Ledger.update_blueprint, name, bp)
                         self.registry.tell("validator", ForgetHistory(name))
                         out["changed"].append(name)
                 except Exception as exc:
                     out["errors"][path.name] = str(exc)
+            self._add_batch(new, file_of, out)
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
                     self.registry.write(Ledger.remove_source, name)
@@ -318,6 +324,25 @@ class Daemon:
             log.info("sources_dir reloaded: %d added, %d changed, %d removed",
                      len(out["added"]), len(out["changed"]), len(out["removed"]))
         return out
+
+    def _add_batch(self, new: list[tuple[str, Blueprint]], file_of: dict[str, str], out: dict) -> None:
+        """Register the sources of `new` in one transaction (their errors under their file names in
+        `out`) and empty it."""
+        if not new:
+            return
+        batch = new[:]
+        new.clear()
+        try:
+            done = self.registry.write(Ledger.add_sources, batch, "sources_dir")
+        except Exception as exc:
+            for name, _ in batch:
+                out["errors"][file_of.get(name, name)] = str(exc)
+            log.error("sources_dir: %d sources could not be added: %s", len(batch), exc)
+            return
+        out["added"].extend(done["added"])
+        for name, error in done["errors"].items():
+            out["errors"][file_of.get(name, name)] = error
+            log.error("sources_dir: %s: %s", file_of.get(name, name), error)
 
     def reload(self) -> dict:
         """SIGHUP: re-read the config (restarting the actors with it) and the sources directory."""

@@ -275,3 +275,25 @@ def test_a_trickling_host_does_not_hold_up_the_others(site, trickle, daemon_fact
     for name in ("a-slow-1", "a-slow-2"):   # the slow pages were still hanging all along
         status = d.ctl_json("status", name)
         assert status["last_success_at"] is None and status["last_failure_at"] is None, status
+
+
+def test_the_due_order_follows_the_database_after_the_first_tick(site, harness):
+    """The Scheduler keeps the due order in memory from its first Tick on: a source added later is
+    dispatched, and one paused later is not (both seen through the changes the database notes)."""
+    site.page("/p", listing_v1())
+    conn, sched = harness(scrapers=4, fetch={"per_host_concurrency": 8}, daemon={"scrapers": 4,
+                                                                              "politeness_delay": 0})
+    t0 = time.time()
+    with conn:
+        add(conn, "early", site_url(site, "/p?0"), t0 + 60)
+        add(conn, "later-paused", site_url(site, "/p?1"), t0 + 60)
+    start(sched)
+    sched.handle(Tick(t0))
+    assert sched.running == set()
+    with conn:
+        add(conn, "added", site_url(site, "/p?2", "localhost"), t0 - 1)
+    sources.set_paused(conn, "later-paused", True)
+    sched.handle(Tick(t0 + 0.2))
+    assert sched.running == {"added"}
+    sched.handle(Tick(t0 + 120))
+    assert sched.running == {"added", "early"}, "a paused source was dispatched, or a due one was not"

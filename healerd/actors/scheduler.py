@@ -7,9 +7,10 @@ expires quarantines. It reads SQLite through its own connection and writes only
 through the StoreWriter.
 
 One bad site must not hurt the others, so:
-- the due query skips the hosts that cannot take a request now and takes the
-  sources round-robin across hosts, so a host with a long backlog cannot fill the
-  window that another host's due source needs (`select_due`);
+- the due sources are taken round-robin across hosts, without the hosts that cannot
+  take a request now, so a host with a long backlog cannot fill the window that another
+  host's due source needs; the order is kept in memory (healerd.core.due.DueIndex, one
+  heap per host), so a pick costs O(picked) at any fleet size;
 - a job goes only to an idle Scraper: a Scraper works one job at a time, so a job
   queued behind a page that trickles until its deadline would wait as long;
 - a job whose outcome never comes back (the actor holding it was replaced after a
@@ -19,7 +20,6 @@ One bad site must not hurt the others, so:
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import defaultdict
@@ -35,7 +35,8 @@ from healerd.actors.scraper import cached_blueprint
 from healerd.adapters.fetch import DEADLINE_FACTOR
 from healerd.adapters.robots import RobotsPolicy
 from healerd.config import Config
-from healerd.store.db import rows
+from healerd.core.due import DueIndex
+from healerd.store import due as due_store
 from healerd.store.faults import FaultLog
 from healerd.store.ledger import Ledger
 from healerd.store.sources import SourceNotFound
@@ -53,34 +54,11 @@ IN_FLIGHT_PER_SCRAPER = 4
 # How long the StoreWriter may take to commit an outcome (ActorRegistry.write's timeout).
 WRITER_SLACK_S = 30.0
 
-# The due sources, round-robin across hosts: the most overdue source of every host first
-# (by next_run_at), then the second of every host, and so on. Hosts that cannot take a
-# request now (at their concurrency limit or within their politeness delay) and sources
-# already being scraped (still due until their outcome commits) are left out.
-DUE_SQL = (
-    "WITH due AS ("
-    "SELECT s.name, s.next_run_at, ROW_NUMBER() OVER (PARTITION BY s.host ORDER BY s.next_run_at) AS nth "
-    "FROM sources s JOIN source_health h ON h.source_name = s.name "
-    "WHERE s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') AND s.next_run_at IS NOT NULL AND s.next_run_at <= ? "
-    "AND s.host NOT IN (SELECT value FROM json_each(?)) AND s.name NOT IN (SELECT value FROM json_each(?))), "
-    "picked AS (SELECT name, next_run_at, nth FROM due ORDER BY nth, next_run_at LIMIT ?) "
-    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body, sn.sha256 AS good_sha FROM picked "
-    "JOIN sources s ON s.name = picked.name "
-    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
-    "LEFT JOIN snapshots sn ON sn.source_name = s.name AND sn.kind = 'last_good' "
-    "ORDER BY picked.nth, picked.next_run_at"
-)
-ONE_SQL = (
-    "SELECT s.name, s.url, s.host, s.etag, s.last_modified, pv.version, pv.body, sn.sha256 AS good_sha "
-    "FROM sources s JOIN source_health h ON h.source_name = s.name "
-    "JOIN parser_versions pv ON pv.source_name = s.name AND pv.status = 'production' "
-    "LEFT JOIN snapshots sn ON sn.source_name = s.name AND sn.kind = 'last_good' WHERE s.name = ?"
-)
-
-
 def select_due(conn: apsw.Connection, now: float, skip_hosts, skip_names, limit: int) -> list[dict]:
-    """Up to `limit` due sources, round-robin across hosts, without `skip_hosts` and `skip_names`."""
-    return rows(conn, DUE_SQL, (now, json.dumps(sorted(skip_hosts)), json.dumps(sorted(skip_names)), limit))
+    """Up to `limit` due sources' job rows, round-robin across hosts, without `skip_hosts` and
+    `skip_names`, from an index read whole (the Scheduler keeps its own, see `_refresh_due`)."""
+    _, found = due_store.schedulable(conn)
+    return due_store.jobs(conn, DueIndex(found).due(now, skip_hosts, skip_names, limit), now)
 
 
 def hosts_in_delay(next_allowed: dict[str, float], now: float) -> set[str]:
@@ -149,6 +127,10 @@ class Scheduler(ServiceActor):
         self.browser_jobs: set[str] = set()   # in flight with fetch = "browser": at most [browser] max_pages
         self.dispatched_at: dict[str, float] = {}
         self.ready: list[dict] = []   # due rows the last Tick found but could not dispatch yet
+        # The due order in memory, read whole at the first Tick, then kept by the changes noted
+        # in `status_changes` since `due_rev`: a pick costs O(picked), whatever the fleet's size.
+        self.due_index: DueIndex | None = None
+        self.due_rev = 0
         self.manual: list[tuple[dict, str | None]] = []   # `healerctl run` rows waiting for an idle scraper
         self.stale_after = stale_after(config)
         self.doctor_busy = False
@@ -193,10 +175,25 @@ class Scheduler(ServiceActor):
             self.registry.write_later(Ledger.expire_quarantines)
         self._expire_stale(now)
         self.next_allowed = {h: t for h, t in self.next_allowed.items() if t > now}
-        self.ready = select_due(self.conn, now, hosts_in_delay(self.next_allowed, now), self.running,
-                                len(self.registry.scrapers()) * READY_ROWS_PER_SCRAPER)
+        index = self._refresh_due()
+        names = index.due(now, hosts_in_delay(self.next_allowed, now), self.running,
+                          len(self.registry.scrapers()) * READY_ROWS_PER_SCRAPER)
+        self.ready = due_store.jobs(self.conn, names, now)
         self._dispatch_ready(now)
         self._feed_doctor()
+
+    def _refresh_due(self) -> DueIndex:
+        """The due index, brought up to date with the sources changed since the last Tick (every
+        change of a schedule, a pause or a lifecycle state is noted in `status_changes`)."""
+        if self.due_index is None:
+            self.due_rev, found = due_store.schedulable(self.conn)
+            self.due_index = DueIndex(found)
+            log.debug("due index: %d schedulable sources", len(self.due_index))
+        else:
+            self.due_rev, changed = due_store.changed_since(self.conn, self.due_rev)
+            for name, host, at in changed:
+                self.due_index.put(name, host or "", at)
+        return self.due_index
 
     def _idle_scrapers(self) -> list[int]:
         n = len(self.registry.scrapers())
@@ -322,15 +319,15 @@ class Scheduler(ServiceActor):
             # Already scraping (or about to): run again as soon as this one is done, for this request.
             self.pending_runs.setdefault(msg.name, []).append(msg)
             return
-        found = rows(self.conn, ONE_SQL, (msg.name,))
-        if not found:
+        found = due_store.job(self.conn, msg.name)
+        if found is None:
             self._resolve(msg.request_id, Failure(SourceNotFound(msg.name)))
             return
         idle = self._idle_scrapers()
         if idle:
-            self._dispatch(found[0], msg.request_id, time.time(), idle[0])
+            self._dispatch(found, msg.request_id, time.time(), idle[0])
         else:   # the next scraper to be free takes it, before the due sources
-            self.manual.append((found[0], msg.request_id))
+            self.manual.append((found, msg.request_id))
 
     def _resolve(self, request_id, result) -> None:
         if self.waiters is not None:

@@ -502,37 +502,88 @@ def _print_detail(s: dict) -> None:
             click.echo("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
 
 
+STATUS_TEXT_ROWS = 1000    # rows of `status` without --limit: a fleet this size or smaller is shown whole, by name
+STATUS_JSON_PAGE = 5000    # rows asked for at a time by `status --json`, printed as they come
+
+
 @cli.command()
 @click.argument("name", required=False)
+@click.option("--limit", type=click.IntRange(1, None), default=None,
+              help=f"At most this many rows (default {STATUS_TEXT_ROWS}; with --json, every source).")
+@click.option("--offset", type=click.IntRange(0, None), default=0, help="Skip this many rows first.")
+@click.option("--state", "states", multiple=True, type=click.Choice(STATES, case_sensitive=False),
+              help="Only the sources in this lifecycle state (repeatable).")
 @json_option
 @socket_option
 @click.pass_context
-def status(ctx, name, as_json, socket_path):
+def status(ctx, name, limit, offset, states, as_json, socket_path):
     """Show the health of all sources or of one.
 
     Without NAME: one row per source and a summary (counts by state, fix success rate,
-    median recovery time, a systemic halt). With NAME: url, state, schedule, last error,
-    metrics, the deferred report when healing gave up, and the lifecycle history.
-    --json prints the array of sources (or the one source) for scripts.
+    median recovery time, a systemic halt). A fleet of more than 1000 sources shows 1000
+    rows, the sources needing attention first (DEGRADED, QUARANTINED, DEAD), then the
+    ACTIVE ones; --limit, --offset and --state page through it. With NAME: url, state,
+    schedule, last error, metrics, the deferred report when healing gave up, and the
+    lifecycle history. --json prints the array of sources by name (or the one source)
+    for scripts, read from the daemon a page at a time and printed as it comes.
     """
     if name:
+        if limit is not None or offset or states:
+            raise click.UsageError("--limit, --offset and --state list the fleet: not with NAME")
         r = _call(ctx, socket_path, "status", {"name": name})
         if as_json:
             _print_json(r)
         else:
             _print_detail(r)
         return
-    r = _call(ctx, socket_path, "status", {"table": True})
-    sources = _status_objects(r)
+    wanted = [s.upper() for s in states] or None
     if as_json:
-        _print_json(sources)
+        _stream_status_json(ctx, socket_path, limit, offset, wanted)
         return
-    if not sources:
+    shown = limit or STATUS_TEXT_ROWS
+    r = _call(ctx, socket_path, "status", {"table": True, "limit": min(shown, 10_000), "offset": offset,
+                                           "state": wanted, "order": "auto"})
+    sources = _status_objects(r)
+    summary = r.get("summary") or {"sources": len(sources), "by_state": {}}
+    if not sources and not summary.get("sources"):
         click.echo("no sources yet; register one with `healerctl add NAME --blueprint FILE`")
+    elif not sources:
+        click.echo(f"no {' or '.join(wanted) + ' ' if wanted else ''}sources"
+                   f"{f' after the first {offset}' if offset else ''}")
     else:
         _table(["NAME", "STATE", "VER", "LAST OK", "LAST FAIL", "FAILS", "FIX/24H", "NEXT RUN", "ERROR"],
                _status_rows(sources), {1: _state})
-    _print_summary(r.get("summary") or {"sources": len(sources), "by_state": {}})
+    total = r.get("total", len(sources))
+    if sources and (offset or len(sources) < total):
+        first = "needing attention first, then by name" if r.get("order") == "attention" else "by name"
+        more = f"; more with --offset {offset + len(sources)}" if offset + len(sources) < total else ""
+        click.echo(f"rows {offset + 1}-{offset + len(sources)} of {total} ({first}){more}")
+    _print_summary(summary)
+
+
+def _stream_status_json(ctx, socket_path, limit: int | None, offset: int, states: list[str] | None) -> None:
+    """Print the fleet's status objects as one JSON array (the same text as `_print_json` of the
+    whole list), asking the daemon for STATUS_JSON_PAGE rows at a time, by name: a script reads
+    100,000 sources without either side holding them all."""
+    out = sys.stdout
+    left = limit
+    args: dict[str, Any] = {"table": True, "offset": offset, "state": states, "order": "name"}
+    printed = 0
+    while left is None or left > 0:
+        want = STATUS_JSON_PAGE if left is None else min(STATUS_JSON_PAGE, left)
+        r = _call(ctx, socket_path, "status", {**args, "limit": want})
+        objects = _status_objects(r)
+        for obj in objects:
+            text = json_text(obj, indent=2).replace("\n", "\n  ")
+            out.write(("[\n  " if printed == 0 else ",\n  ") + text)
+            printed += 1
+        if len(objects) < want or not r.get("last"):
+            break
+        if left is not None:
+            left -= len(objects)
+        args = {"table": True, "after": r["last"], "state": states, "order": "name"}
+    out.write("\n]\n" if printed else "[]\n")
+    out.flush()
 
 
 @cli.command()

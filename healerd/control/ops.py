@@ -25,7 +25,7 @@ from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.core.htmldiff import structural_diff
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
-from healerd.store import fixes, probation, records, snapshots, sources, versions
+from healerd.store import fixes, probation, records, snapshots, sources, status_pages, versions
 from healerd.store.db import connect, row, scalar
 from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import IllegalTransition, human_refusal
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from healerd.daemon import Daemon
 
 RUN_WAIT_S = 180.0
+STATUS_PAGE_MAX = 10_000   # rows in one page of the fleet's status
 HEAL_WAIT_S = 900.0
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -85,6 +86,8 @@ class ControlOps:
     def __init__(self, daemon: Daemon):
         self.daemon = daemon
         self._local = threading.local()
+        self._fleet_lock = threading.Lock()
+        self._fleet: tuple[Any, StatusRows] | None = None   # (a connection, the fleet's rows) for paging by name
 
     @property
     def conn(self):
@@ -118,7 +121,11 @@ class ControlOps:
     def op_ping(self):
         return {"version": __version__, "pid": os.getpid(), "started_at": iso(self.daemon.started_at)}
 
-    def op_status(self, name: str | None = None, table: bool = False):
+    def op_status(self, name: str | None = None, table: bool = False, limit: int | None = None, offset: int = 0,
+                  state: str | list[str] | None = None, after: str | None = None, order: str | None = None):
+        if name is None and (limit is not None or offset != 0 or state is not None or after is not None
+                             or order is not None):
+            return self._status_page(limit, offset, state, after, order)
         if name is not None:
             check_name(name)
             out = sources.status_one(self.conn, name)
@@ -144,9 +151,6 @@ class ControlOps:
         if table in cache[1]:
             return cache[1][table]
         by_state = sources.state_counts(self.conn)
-        m = fixes.metrics(self.conn)
-        halt = row(self.conn, "SELECT value FROM daemon_state WHERE key = 'systemic_halt'")
-        halt_v = json.loads(halt["value"]) if halt else None
         # Each control thread keeps the fleet's rows and re-reads only the sources changed since.
         kept = getattr(self._local, "status_rows", None)
         if kept is None:
@@ -156,12 +160,63 @@ class ControlOps:
         # With `table` (what healerctl asks for) the sources come as rows under their column
         # names: a 10,000-source answer is 1.1 MB instead of 2.7 MB and decodes 2.5x faster.
         out = {"columns": list(sources.STATUS_KEYS), "rows": fleet} if table else {"sources": fleet}
-        out["summary"] = {
+        out["summary"] = self._summary(by_state)
+        cache[1][table] = out
+        return out
+
+    def _summary(self, by_state: dict[str, int]) -> dict:
+        """The fleet's summary under every status answer: counts by state, fix metrics, a systemic halt."""
+        m = fixes.metrics(self.conn)
+        halt = row(self.conn, "SELECT value FROM daemon_state WHERE key = 'systemic_halt'")
+        halt_v = json.loads(halt["value"]) if halt else None
+        return {
             "sources": sum(by_state.values()), "by_state": by_state, "fix_success_rate": m["fix_success_rate"],
             "median_recovery_s": m["median_recovery_s"], "systemic_halt": bool(halt_v),
             "halt_reason": halt_v.get("reason") if halt_v else None}
-        cache[1][table] = out
-        return out
+
+    def _status_page(self, limit, offset, state, after, order) -> dict:
+        """One page of the fleet's status (store/status_pages.py): `limit` rows (default and at most
+        STATUS_PAGE_MAX) from `offset`, or after the name `after`; only the lifecycle states `state`;
+        `order` "name", "attention" (DEGRADED, QUARANTINED, DEAD, then ACTIVE) or "auto" (by name when
+        the whole selection fits in the page, else attention first). The summary is the whole fleet's."""
+        limit = STATUS_PAGE_MAX if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= STATUS_PAGE_MAX:
+            raise ControlError("bad_request", f"limit must be a whole number from 1 to {STATUS_PAGE_MAX}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ControlError("bad_request", "offset must be a whole number >= 0")
+        states = [state] if isinstance(state, str) else state
+        if states is not None and (not isinstance(states, list) or not states
+                                   or not all(isinstance(x, str) and x.upper() in status_pages.ATTENTION_ORDER
+                                              for x in states)):
+            raise ControlError("bad_request", f"state must be one or more of "
+                                              f"{', '.join(status_pages.ATTENTION_ORDER)}")
+        states = None if states is None else [x.upper() for x in states]
+        if after is not None:
+            check_name(after)
+        order = order or "name"
+        if order not in (*status_pages.ORDERS, "auto"):
+            raise ControlError("bad_request", "order must be name, attention or auto")
+        if order == "auto":
+            counts = sources.state_counts(self.conn)
+            wanted = sum(n for s, n in counts.items() if states is None or s in states)
+            order = "name" if wanted <= limit else "attention"
+        if order == "attention" and after is not None:
+            raise ControlError("bad_request", "after pages by name: use offset with the attention order")
+        if order == "name" and states is None:
+            # The whole fleet by name (status --json, page after page): one kept copy of every
+            # row for all control threads, re-reading only the sources changed since the last page.
+            with self._fleet_lock:
+                if self._fleet is None:
+                    self._fleet = (connect(self.daemon.db_path), StatusRows(table=True))
+                fleet_conn, kept = self._fleet
+                texts, last, _ = kept.page(fleet_conn, limit, offset, after)
+            by_state = sources.state_counts(self.conn)
+            got = {"rows": texts, "last": last, "total": sum(by_state.values()), "by_state": by_state}
+        else:
+            got = status_pages.page(self.conn, limit=limit, offset=offset, order=order, states=states, after=after)
+        return {"columns": list(sources.STATUS_KEYS), "rows": RawJSON("[" + ",".join(got["rows"]) + "]"),
+                "order": order, "offset": offset, "total": got["total"], "last": got["last"],
+                "summary": self._summary(got["by_state"])}
 
     def op_stats(self, window_s: float = 7 * 86400.0):
         """The fleet's success metrics over the last `window_s` seconds (healerd.core.stats)."""

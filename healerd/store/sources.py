@@ -59,6 +59,42 @@ def add(conn: apsw.Connection, name: str, bp: Blueprint, *, origin: str = "cli",
                      "VALUES (?, 'NEW', ?, 'register', ?, ?)", (name, ACTIVE, f"registered ({origin})", now))
 
 
+def add_many(conn: apsw.Connection, entries: list[tuple[str, Blueprint]], *, origin: str,
+             now: float | None = None) -> dict[str, str]:
+    """Register many sources as `add` does, one statement per table for the lot (loading a
+    sources directory). Returns {name: why} for those not added (a name taken, no url); the
+    others are added."""
+    now = time.time() if now is None else now
+    refused: dict[str, str] = {}
+    names = [name for name, _ in entries]
+    taken = {r[0] for r in conn.execute("SELECT name FROM sources WHERE name IN (SELECT value FROM json_each(?))",
+                                        (json.dumps(names),))}
+    fresh: list[tuple[str, Blueprint, str]] = []
+    for name, bp in entries:
+        if name in taken:
+            refused[name] = f"a source named {name!r} exists already"
+        elif not bp.url:
+            refused[name] = "url: missing"
+        else:
+            taken.add(name)   # the same name twice in `entries`: the first is added
+            fresh.append((name, bp, bp.to_json()))
+    with conn:
+        conn.executemany(
+            "INSERT INTO sources (name, url, host, blueprint, every_s, paused, next_run_at, origin, current_version, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, 1, ?, ?)",
+            [(name, bp.url, host_of(bp.url), text, bp.every, now, origin, now, now) for name, bp, text in fresh])
+        conn.executemany("INSERT INTO source_health (source_name, state, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                         [(name, ACTIVE, now, now) for name, _, _ in fresh])
+        conn.executemany(
+            "INSERT INTO parser_versions (source_name, version, kind, body, origin, status, created_at, promoted_at, "
+            "note) VALUES (?, 1, ?, ?, 'human', 'production', ?, ?, 'registered')",
+            [(name, bp.kind, text, now, now) for name, bp, text in fresh])
+        conn.executemany("INSERT INTO source_events (source_name, from_state, to_state, trigger, reason, at) "
+                         "VALUES (?, 'NEW', ?, 'register', ?, ?)",
+                         [(name, ACTIVE, f"registered ({origin})", now) for name, _, _ in fresh])
+    return refused
+
+
 def remove(conn: apsw.Connection, name: str) -> None:
     with conn:
         get(conn, name)

@@ -14,6 +14,7 @@ the rows of sources with attempts in the window are read again on every answer.
 
 from __future__ import annotations
 
+import bisect
 import json
 
 import apsw
@@ -57,6 +58,26 @@ class StatusRows:
 
     def json(self, conn: apsw.Connection, now: float | None = None) -> str:
         """The fleet's status array as JSON text, as of now (one read transaction)."""
+        self.refresh(conn, now)
+        if self._text is None:
+            rows = self.rows
+            assert rows is not None
+            self._text = "[" + ",".join(map(rows.__getitem__, self._order)) + "]"
+        return self._text
+
+    def page(self, conn: apsw.Connection, limit: int, offset: int = 0, after: str | None = None,
+             now: float | None = None) -> tuple[list[str], str | None, int]:
+        """(up to `limit` rows by name from `offset`, or after the name `after`; the last name;
+        the fleet's size), as of now: a page of the kept rows, O(changed + limit)."""
+        self.refresh(conn, now)
+        rows = self.rows
+        assert rows is not None
+        start = offset if after is None else bisect.bisect_right(self._order, after) + offset
+        names = self._order[start:start + limit]
+        return [rows[n] for n in names], (names[-1] if names else None), len(self._order)
+
+    def refresh(self, conn: apsw.Connection, now: float | None = None) -> None:
+        """Bring the kept rows up to date (one read transaction)."""
         now = default_now(now)
         masked_urls(conn, refresh=False)   # the table exists (made outside a transaction)
         with conn:
@@ -71,11 +92,6 @@ class StatusRows:
                 elif changed or self.counting:
                     self._read_some(conn, now, set(changed) | self.counting)
             self.rev = top
-        if self._text is None:
-            rows = self.rows
-            assert rows is not None
-            self._text = "[" + ",".join(map(rows.__getitem__, self._order)) + "]"
-        return self._text
 
     def _read_all(self, conn: apsw.Connection, now: float) -> None:
         masked_urls(conn)
