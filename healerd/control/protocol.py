@@ -29,7 +29,7 @@ Ops (args -> result):
   heal {"name"} -> {"name", "outcome", "strategy", "reason", "version", "state"}
   unquarantine {"name", "reason"?} -> status-object
   history {"name"} -> the `healerctl history --json` list (docs/REFERENCE.md); promoted fixes add
-      "production" (null on probation, "passed", "false_positive") and "false_positive"; rollbacks
+      "production" (null on probation, "passed", "false_positive", "site_changed") and "false_positive"; rollbacks
       (a person's or automatic) and merges are version entries with "event" ("rollback" | "merge") and "note"
   diff {"name"} -> {"diff", "last_good_at", "current_at"}
   rollback {"name", "to"?} -> {"version", "previous"}
