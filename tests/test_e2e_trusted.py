@@ -243,3 +243,19 @@ def test_a_healer_answering_the_same_blueprint_again_is_not_staged_or_called_aga
         assert "the same candidate as a rejected one" in fix["reason"] and fix["strategy"] == "external"
     finally:
         healer.stop()
+
+
+def test_a_relocation_shows_as_one_in_history(site, daemon_factory, tmp_path):
+    site.page("/stats", listing_v1())
+    d = daemon_factory().start()
+    add(d, tmp_path, "moved", site.url("/stats"))
+    site.remove("/stats")
+    site.page("/league/stats", listing_v1())
+    site.page("/", '<html><body><a href="/league/stats">stats</a></body></html>')
+    assert d.ctl_json("run", "moved")["error_type"] == "HTTP_ERROR"
+    d.wait_for(lambda: (s := d.ctl_json("status", "moved"))["version"] == 2 and s["state"] == "ACTIVE", timeout=60,
+               what="the page followed to its new address")
+    assert d.ctl_json("status", "moved")["url"] == site.url("/league/stats")
+    v2 = [h for h in d.ctl_json("history", "moved") if h["kind"] == "version" and h["version"] == 2 and "event" not in h]
+    assert v2[0]["origin"] == "relocate", v2
+    assert re.search(r"v2 \(relocate\)", d.ctl("history", "moved").stdout)
