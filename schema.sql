@@ -105,8 +105,11 @@ CREATE TABLE IF NOT EXISTS fix_history (
     failure_started_at REAL,                -- first failed scrape of this episode (recovery time)
     created_at        REAL NOT NULL,
     production_verdict TEXT,                -- a promoted fix in production: NULL while on probation,
-                                            -- 'passed' or 'false_positive' (failed within its probation)
-    verdict_at        REAL
+                                            -- 'passed', 'false_positive' (failed within its probation
+                                            -- on the layout it was proved on) or 'site_changed' (the
+                                            -- site changed again during its probation: a new episode)
+    verdict_at        REAL,
+    data_gone         INTEGER NOT NULL DEFAULT 0  -- a refusal that showed the data gone from the page
 );
 CREATE INDEX IF NOT EXISTS fix_history_by_source ON fix_history(source_name, created_at);
 CREATE INDEX IF NOT EXISTS fix_history_by_fp ON fix_history(fingerprint, created_at);

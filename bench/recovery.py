@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             name = source_name(i, case["id"])
             web = f"/case/{i}"
             site.set(web, Path(path, "before.html").read_bytes())
-            client.call(sock, "add", {"name": name, "blueprint": blueprint_dict(case), "url": site.url(web)}, timeout=30)
+            client.call(sock, "add", {"name": name, "blueprint": blueprint_dict(case), "url": site.url(web), "wait": False},
+                        timeout=30)
             entries.append((name, web, path, case))
         t_reg = time.monotonic()
         first = wait_first_scrapes(sock, [e[0] for e in entries], timeout=120)

@@ -23,7 +23,7 @@ from healerd.actors.alerter import Alerter
 from healerd.actors.base import fetch_config
 from healerd.actors.deployer import Deployer
 from healerd.actors.doctor import Doctor
-from healerd.actors.messages import ForgetHistory, Ping, Tick
+from healerd.actors.messages import ForgetAlerts, ForgetHistory, Ping, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scheduler import Drain, Scheduler
 from healerd.actors.scraper import Scraper
@@ -319,6 +319,7 @@ class Daemon:
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
                     self.registry.write(Ledger.remove_source, name)
+                    self.registry.tell("alerter", ForgetAlerts(name))
                     out["removed"].append(name)
         if any(out[k] for k in ("added", "changed", "removed")):
             log.info("sources_dir reloaded: %d added, %d changed, %d removed",
@@ -340,6 +341,8 @@ class Daemon:
             log.error("sources_dir: %d sources could not be added: %s", len(batch), exc)
             return
         out["added"].extend(done["added"])
+        for name in done["added"]:   # an earlier source of that name is another life: its alerts are no repeats
+            self.registry.tell("alerter", ForgetAlerts(name))
         for name, error in done["errors"].items():
             out["errors"][file_of.get(name, name)] = error
             log.error("sources_dir: %s: %s", file_of.get(name, name), error)

@@ -61,15 +61,25 @@ def assert_story_told(out: str) -> None:
     assert re.search(r"records flow again: v2: 8 records", out), out
     # 5: the score column really disappeared: refused, then quarantined with a deferred report
     assert re.search(r"^\s+ALERT HEAL_FAILED stats: ", out, re.M), out
-    assert re.search(r"^\s+ALERT QUARANTINED stats: 3 fix attempts failed", out, re.M), out
+    assert re.search(r"^\s+ALERT HEAL_FAILED stats: refused \(builtin\): the data for score is gone", out, re.M), out
+    assert re.search(r"^\s+ALERT QUARANTINED stats: 3 fix attempts in 10m found the data for score gone", out, re.M), out
     m = re.search(r"stats is QUARANTINED until (\S+); the deferred report says:\n\s+last error: (.+)\n((?:\s+option: .+\n)+)",
                   out)
     assert m, f"no deferred report in the demo's output:\n{out}"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", m.group(1)), m.group(1)
     assert "score" in m.group(2), m.group(2)
-    assert "healerctl unquarantine stats" in m.group(3), m.group(3)
-    # 6: the summary
+    # What works when the data is gone: the update with the field optional, or remove; not unquarantine.
+    assert "`healerctl update stats --blueprint stats.toml`" in m.group(3), m.group(3)
+    assert "`healerctl remove stats`" in m.group(3) and "unquarantine" not in m.group(3), m.group(3)
+    assert re.search(r"the demo saved that blueprint as \S+stats\.toml", out), out
+    # 7: the products fix passes its probation
+    assert "version 2: probation passed" in out, out
+    # the summary reads as the success it is: the heal worked, the refusals were right
     assert "Done: 3 sources, states {'ACTIVE': 2, 'QUARANTINED': 1}" in out, out
+    assert re.search(r"fix success rate 100 % \(1 fix passed its probation, 0 failed attempts\); "
+                     r"3 refusals found the data gone", out), out
+    assert "false positive rate 0 %" in out and "the healing targets are met" in out, out
+    assert "fix success rate 0.25" not in out and "targets missed" not in out, out
 
 
 def read_alerts(state_dir: Path) -> list[dict]:
@@ -191,11 +201,14 @@ def test_demo_keep_running_serves_healerctl_and_stops_cleanly(tmp_path, sig):
             assert r.returncode == 0, f"`{line}` exited {r.returncode}: {r.stderr}"
             assert r.stdout.strip(), f"`{line}` printed nothing"
             ran[" ".join(argv[3:])] = r.stdout
-        assert "status products" in ran and "unquarantine stats" in ran, list(ran)
+        update = [k for k in ran if k.startswith("update stats --blueprint ")]
+        assert "status products" in ran and "stats" in ran and update, list(ran)
+        assert "stats: ok, 6 record(s)" in ran[update[0]], ran[update[0]]
+        assert re.search(r"fix success rate\s+100\.0 %", ran["stats"]), ran["stats"]
         assert re.search(r"state:\s+ACTIVE", ran["status products"]), ran["status products"]
         assert re.search(r"version:\s+2\b", ran["status products"]), ran["status products"]
         # The daemon really acted on them, and the still-running demo narrates it.
-        reader.wait_for(lambda ln: "ALERT UNQUARANTINED stats" in ln, 60, "the demo to show the UNQUARANTINED alert")
+        reader.wait_for(lambda ln: "ALERT RECOVERED stats" in ln, 60, "the demo to show the RECOVERED alert")
         assert proc.poll() is None
 
         proc.send_signal(sig)

@@ -75,11 +75,12 @@ def test_a_staged_candidate_is_announced_once_and_not_staged_again(site, daemon_
         for later in fixes[1:]:
             assert later["outcome"] == "declined", fixes
             assert "already staged as version 2" in later["reason"]
-        # One staged version, not a pile of identical ones, and one attempt spent on it.
+        # One staged version, not a pile of identical ones; a candidate held for a person spends no
+        # budget (the attempt budget counts failed attempts), so FIX/24H does not count it.
         statuses = version_statuses(d)
         assert {v: s for v, (s, _) in statuses.items()} == {1: "production", 2: "staging"}
         st = d.ctl_json("status", "stats")
-        assert st["state"] == "DEGRADED" and st["fix_attempts_24h"] == 1
+        assert st["state"] == "DEGRADED" and st["fix_attempts_24h"] == 0
         # The person is told, once, which version waits and how to approve it.
         flagged = source_alerts(d, "FLAGGED_FOR_REVIEW")
         assert len(flagged) == 1, d.alerts()

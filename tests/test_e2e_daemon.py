@@ -125,9 +125,9 @@ def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory
         "refused": (f"http://127.0.0.1:{dead_port}/x", "NETWORK"),
         "latin": (site.url("/latin"), None),
     }
-    for name, (url, _) in cases.items():
+    for name, (url, _) in cases.items():   # registered only: each is scraped by the `run` below
         bp = write_blueprint(tmp_path / f"{name}.json", url)
-        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        assert d.ctl("add", name, "--blueprint", bp, "--no-wait").returncode == 0
     for name, (_url, expected) in cases.items():
         out = d.ctl_json("run", name)
         if expected is None:
@@ -160,7 +160,7 @@ def test_kill9_and_restart_shows_the_same_state(site, daemon_factory, tmp_path):
     hourly = {**LISTING_BP, "every": "1h"}
     for name, path in (("a", "/a"), ("b", "/b")):
         bp = write_blueprint(tmp_path / f"{name}.json", site.url(path), hourly)
-        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        assert d.ctl("add", name, "--blueprint", bp, "--no-wait").returncode == 0
         d.ctl("run", name)
     d.ctl("pause", "a")
     before = {s["name"]: s for s in d.ctl_json("status")}

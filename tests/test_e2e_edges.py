@@ -33,7 +33,9 @@ def test_a_source_that_never_scraped_is_not_relocated_and_spends_no_attempt(site
     site.page("/", '<html><body><a href="/stats.html">stats</a></body></html>')
     d = daemon_factory().start()
     bp = write_blueprint(tmp_path / "typo.json", site.url("/stat.html"))
-    assert d.ctl("add", "typo", "--blueprint", bp).returncode == 0
+    added = d.ctl("add", "typo", "--blueprint", bp)      # its first scrape fails: said at once, exit 1
+    assert added.returncode == 1 and "typo: failed, HTTP_ERROR" in added.stdout, added.stdout + added.stderr
+    assert "the source stays added" in added.stderr
     r = d.ctl("run", "typo")
     assert r.returncode == 1 and "HTTP_ERROR" in r.stdout
     h = d.ctl("heal", "typo")
@@ -73,7 +75,8 @@ def test_one_host_down_never_halts_the_fleet_but_many_hosts_do(site, daemon_fact
     port = _dead_port()
     for i in range(4):                                # four sources, one host, all refused
         bp = write_blueprint(tmp_path / f"one{i}.json", f"http://127.0.0.1:{port}/p{i}")
-        assert d.ctl("add", f"one{i}", "--blueprint", bp).returncode == 0
+        added = d.ctl("add", f"one{i}", "--blueprint", bp)   # its first scrape is refused: said, exit 1
+        assert added.returncode == 1 and "NETWORK" in added.stdout, added.stdout + added.stderr
         r = d.ctl_json("run", f"one{i}")
         assert r["error_type"] == "NETWORK", r
     assert not _halted(d)
@@ -81,7 +84,7 @@ def test_one_host_down_never_halts_the_fleet_but_many_hosts_do(site, daemon_fact
     for host in ("127.0.0.2", "127.0.0.3"):           # the same failure on two more hosts: three in all
         name = "h" + host.replace(".", "")
         bp = write_blueprint(tmp_path / f"{name}.json", f"http://{host}:{port}/p")
-        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        assert d.ctl("add", name, "--blueprint", bp, "--no-wait").returncode == 0
         assert d.ctl_json("run", name)["error_type"] == "NETWORK"
     d.wait_for(lambda: _halted(d), what="the systemic halt")
     halt = [a for a in d.alerts() if a["event"] == "SYSTEMIC_HALT"]
@@ -109,9 +112,11 @@ def test_a_promotion_spends_no_attempt_and_the_quarantine_words_agree(site, daem
     fixes = [e for e in d.ctl_json("history", "stats") if e["kind"] == "fix"]
     assert [f["outcome"] for f in fixes][-1] == "promoted" and fixes[0]["outcome"] == "rejected"
     q = [a for a in d.alerts() if a["event"] == "QUARANTINED"][-1]
-    assert q["message"].startswith("1 fix attempt failed in 1h; next try ")
+    # The score column is gone: the attempt found the data gone, and both say so in the same words.
+    words = "1 fix attempt in 1h found the data for score gone from the page"
+    assert q["message"].startswith(f"{words}; next try "), q["message"]
     reason = db_rows(d, "SELECT reason FROM source_events WHERE source_name = 'stats' AND trigger = 'quarantine'")
-    assert reason[-1]["reason"].startswith("1 fix attempt failed in 1h; last: ")
+    assert reason[-1]["reason"].startswith(f"{words}; last: "), reason
 
 
 # -- exit codes ---------------------------------------------------------------------------------
@@ -188,7 +193,7 @@ def test_update_promotes_a_human_version_resets_the_budget_and_scrapes(site, dae
     assert d.ctl("rollback", "stats", "--to", "1").returncode == 0
     hist = d.ctl_json("history", "stats")
     assert hist[0]["kind"] == "version" and hist[0]["event"] == "rollback" and hist[0]["version"] == 1
-    assert any(e["trigger"] == "rollback" for e in d.ctl_json("status", "stats")["events"])
+    assert any(e["trigger"] == "manual_rollback" for e in d.ctl_json("status", "stats")["events"])
     # a scrape that fails after update exits 1
     f.write_text(__import__("json").dumps(dict(V2_BP, url=site.url("/gone"))))
     assert d.ctl("update", "stats", "--blueprint", str(f)).returncode == 1
@@ -266,7 +271,8 @@ def test_messages_for_a_person(site, daemon_factory, tmp_path):
     site.page("/huge", "<html><body>" + "<p>x</p>" * 60000 + "</body></html>")
     d = daemon_factory(cfg).start()
     for name, path in (("stats", "/stats"), ("pdf", "/file.pdf"), ("huge", "/huge")):
-        assert d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", site.url(path))).returncode == 0
+        bp = write_blueprint(tmp_path / f"{name}.json", site.url(path))
+        assert d.ctl("add", name, "--blueprint", bp, "--no-wait").returncode == 0
     assert d.ctl("pause", "stats").returncode == 0
 
     ping = d.ctl("ping")
@@ -355,7 +361,8 @@ def test_robots_wildcards_and_end_anchor_are_honoured(site, daemon_factory, tmp_
     site.page("/a/file.pdf.html", listing_v1())
     d = daemon_factory(FAST_CONFIG.replace("respect_robots = false", "respect_robots = true")).start()
     for name, path in (("pdf", "/a/file.pdf"), ("html", "/a/file.pdf.html")):
-        assert d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", site.url(path))).returncode == 0
+        bp = write_blueprint(tmp_path / f"{name}.json", site.url(path))
+        assert d.ctl("add", name, "--blueprint", bp, "--no-wait").returncode == 0
     blocked = d.ctl("run", "pdf")
     assert blocked.returncode == 1 and "BLOCKED" in blocked.stdout and "robots.txt" in blocked.stdout
     assert site.hits.get("/a/file.pdf", 0) == 0

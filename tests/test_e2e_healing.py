@@ -79,7 +79,9 @@ def test_three_failed_attempts_quarantine_then_unquarantine_retries(site, daemon
     assert st["fix_attempts_24h"] == 3 and st["quarantine_until"]
     assert st["deferred_report"] and st["deferred_report"]["options"]
     q = [a for a in d.alerts() if a["event"] == "QUARANTINED"]
-    assert len(q) == 1 and q[0]["source"] == "stats" and "3 fix attempts failed" in q[0]["message"]
+    # The score column is gone: the refusals were right, and the alert says what they found.
+    assert len(q) == 1 and q[0]["source"] == "stats" and \
+        "3 fix attempts in 1h found the data for score gone from the page" in q[0]["message"], q
     assert q[0]["details"]["deferred_report"]["last_error"]
     fixes = [h for h in d.ctl_json("history", "stats") if h["kind"] == "fix"]
     assert len(fixes) == 3 and all(f["outcome"] == "rejected" for f in fixes)

@@ -193,22 +193,44 @@ def test_deferred_report_says_what_was_tried_the_last_error_and_the_options():
     assert r["tried"] == ["memory: no known fix for this change", "builtin: refused: the data is gone"]
     assert [a["strategy"] for a in r["attempts"]] == ["builtin", "external"]
     assert any("configure an external healer" in o and "CODE_HEALER_URL" in o for o in r["options"])
-    assert r["options"][-1] == "once the page or blueprint is fixed: `healerctl unquarantine shop`"
+    assert r["options"][-1] == "once the page may have come back: `healerctl unquarantine shop`"
 
 
 def test_the_external_healer_is_suggested_only_when_not_configured():
     r = report(external_configured=True)
     assert not any("external healer" in o for o in r["options"])
-    assert r["options"] == ["once the page or blueprint is fixed: `healerctl unquarantine shop`"]
+    assert r["options"] == ["fix the blueprint: `healerctl update shop --blueprint FILE`",
+                            "once the page may have come back: `healerctl unquarantine shop`"]
 
 
-def test_missing_fields_and_staged_versions_become_options():
-    r = report(missing_fields=["price", "sku"], staged_versions=[4, 6], external_configured=True)
+def test_fields_whose_data_is_gone_get_the_update_that_works_not_unquarantine():
+    from healerd.core.blueprint import from_dict, parse_text
+
+    bp = from_dict({"url": "http://shop.example/p", "items": "li.p", "headers": {"Authorization": "Bearer s3cr3t-token"},
+                    "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"},
+                               "sku": {"css": "a.sku", "attr": "href"}}})
+    r = report(missing_fields=["price", "sku"], staged_versions=[4, 6], external_configured=False, blueprint=bp)
     opts = r["options"]
-    assert "the data for price, sku seems gone from the page" in opts[0] and "required = false" in opts[0]
-    assert opts[1] == "review staged version 4: `healerctl history shop`, then `healerctl approve shop 4`"
-    assert opts[2] == "review staged version 6: `healerctl history shop`, then `healerctl approve shop 6`"
-    assert opts[3].endswith("`healerctl unquarantine shop`") and len(opts) == 4
+    assert opts[0] == "review staged version 4: `healerctl history shop`, then `healerctl approve shop 4`"
+    assert opts[1] == "review staged version 6: `healerctl history shop`, then `healerctl approve shop 6`"
+    assert "the data for price, sku is gone from the page" in opts[2]
+    assert "`healerctl update shop --blueprint shop.toml`" in opts[2] and "required = false" in opts[2]
+    assert opts[3] == "or stop scraping it: `healerctl remove shop`" and len(opts) == 4
+    assert not any("unquarantine" in o or "external healer" in o for o in opts)
+    assert r["data_gone"] == ["price", "sku"]
+    # The blueprint to save is a valid blueprint: the gone fields optional, the rest as they were,
+    # and no secret header in the text a person is shown.
+    text = r["blueprint_toml"]
+    assert "s3cr3t" not in text and "[headers]" in text
+    again = parse_text(text, "toml")
+    assert again.fields["price"].required is False and again.fields["sku"].required is False
+    assert again.fields["name"].required is True and again.fields["sku"].attr == "href"
+    assert again.items == "li.p" and again.url == bp.url
+
+
+def test_attempts_are_listed_oldest_first():
+    r = report(attempts=[attempt(3, "rejected"), attempt(1, "rejected"), attempt(2, "rejected", "external")])
+    assert [a["at"] for a in r["attempts"]] == sorted(a["at"] for a in r["attempts"])
 
 
 def test_deferred_report_is_bounded():

@@ -226,7 +226,7 @@ def test_trickling_sources_do_not_starve_the_fleet(server, daemon_factory, tmp_p
     d = daemon_factory(TRICKLE_CONFIG).start()
     for i in range(2):
         bp = write_blueprint(tmp_path / f"t{i}.json", server.url(f"/t{i}"), {**LISTING_BP, "every": "1s"})
-        assert d.ctl("add", f"trickle{i}", "--blueprint", bp).returncode == 0
+        assert d.ctl("add", f"trickle{i}", "--blueprint", bp, "--no-wait").returncode == 0   # scraped by the schedule
     names = [f"ok{i}" for i in range(3)]
     for name in names:
         bp = write_blueprint(tmp_path / f"{name}.json", server.url("/stats"), {**LISTING_BP, "every": "1s"})

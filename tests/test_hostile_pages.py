@@ -159,7 +159,7 @@ def test_a_million_items_and_deep_nesting_through_the_daemon(site, daemon_factor
     d = daemon_factory(MANY_CONFIG).start()
     for name, path in (("million", "/million"), ("many", "/many"), ("deep", "/stats")):
         bp = write_blueprint(tmp_path / f"{name}.json", site.url(path), {**LISTING_BP, "every": "1h"})
-        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+        assert d.ctl("add", name, "--blueprint", bp, "--no-wait").returncode == 0   # each is scraped by `run` below
     r = d.ctl("run", "million")
     assert "failed, TOO_LARGE: the page has 600003 elements, more than max_elements (250000)" in r.stdout, r
     r = d.ctl("run", "many")

@@ -53,7 +53,7 @@ def v1_db(tmp_path):
 def test_new_database_gets_the_schema_and_its_version(tmp_path):
     conn = open_db(tmp_path / "sub" / "healerd.db")
     try:
-        assert user_version(conn) == migrations.SCHEMA_VERSION == 3
+        assert user_version(conn) == migrations.SCHEMA_VERSION == 5
         tables = {r["name"] for r in rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"sources", "source_health", "source_events", "task_queue", "parser_versions"} <= tables
         assert scalar(conn, "PRAGMA journal_mode") == "wal"

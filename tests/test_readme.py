@@ -365,10 +365,18 @@ def _heal(run: Run, cmd: Command) -> None:
 
 @handles("healerctl rollback scores")
 def _rollback(run: Run, cmd: Command) -> None:
+    # A rollback is tried on the live page first: version 1 does not read the redesign, so it is
+    # refused (exit 1) and version 2 stays; once the site is back on its old layout it goes through.
+    refused = run.run(cmd, expect=1)
+    assert "version 1 fails the current page" in refused.stderr and "--force" in refused.stderr, refused.stderr
+    assert run.status()["version"] == 2
+    run.site.page("/stats", stats_page(ROWS))
     r = run.run(cmd)
     assert r.stdout.strip() == "scores: version 1 is in production (was 2)", r.stdout
-    # Version 1 breaks on the redesigned page again; the known fix comes back as version 3, but the
-    # parser already changed automatically once (review_changes = 1): it waits for a person.
+    # The redesign comes back: version 1 breaks on it again; the known fix comes back as version 3,
+    # but the parser already changed automatically once (review_changes = 1): it waits for a person.
+    run.site.page("/stats", stats_page(ROWS, "redesign"))
+    assert run.call("run", name="scores")["ok"] is False
     def staged():
         return [e for e in run.call("history", name="scores") if e["kind"] == "version" and e["status"] == "staging"]
 

@@ -187,3 +187,13 @@ def test_rfc9309_rules(server, fetcher, robots, path, allowed):
     server.route("/robots.txt", page(robots, content_type="text/plain"))
     rp = RobotsPolicy(fetcher)
     assert rp.allowed(server.url(path), "healerd/1.0 (+https://example.org)") is allowed, (robots, path)
+
+
+def test_a_429_on_robots_txt_allows_now_and_asks_again_soon(server, fetcher):
+    # Rate-limited on robots.txt says nothing of the rules: the answer is kept only retry_ttl, not the TTL.
+    clock = Clock()
+    server.route("/robots.txt", sequence(page("slow down", 429), page("User-agent: *\nDisallow: /\n")))
+    rp = RobotsPolicy(fetcher, ttl=3600, retry_ttl=60, clock=clock)
+    assert rp.allowed(server.url("/a"), UA) and robots_hits(server) == 1
+    clock.now += 61
+    assert not rp.allowed(server.url("/a"), UA) and robots_hits(server) == 2

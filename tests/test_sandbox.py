@@ -357,3 +357,10 @@ def test_the_daemon_process_is_unaffected():
         run_parser("def parse(html):\n    x = 'a' * (10 ** 10)\n", PAGE)
     assert run_parser("def parse(html):\n    return {'ok': 'yes'}\n", PAGE) == {"ok": "yes"}
     assert (sys.getrecursionlimit(), dict(os.environ), os.getcwd()) == before
+
+
+def test_a_child_still_dumpable_is_refused():
+    # A dumpable child can be ptrace'd or have its memory read by a process of the same uid.
+    stdout = json.dumps(_report(dumpable=1)).encode() + b'\n{"ok": true, "result": {"a": "1"}}\n'
+    with pytest.raises(ParserRejected, match="non-dumpable"):
+        _interpret(stdout)

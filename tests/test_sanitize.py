@@ -211,3 +211,10 @@ def test_non_string_input_is_handled():
     assert mask_text(None) == ""
     assert mask_text(12345) == "12345"
     assert find_secrets(None) == []
+
+
+def test_a_java_session_id_in_a_url_is_masked():
+    # jsessionid is a session cookie carried in the URL: whoever has it is logged in as the user.
+    for url in ("http://shop.example/cart?jsessionid=1A2B3C4D", "http://shop.example/cart?page=2&JSESSIONID=1A2B3C4D"):
+        masked = mask_url(url)
+        assert "1A2B3C4D" not in masked and "jsessionid=***" in masked.lower(), masked

@@ -11,9 +11,9 @@ from healerd.store.db import open_db
 from healerd.store.stats import window_rows
 
 
-def fix(outcome, strategy="builtin", at=1000.0, failed_at=None, verdict=None):
+def fix(outcome, strategy="builtin", at=1000.0, failed_at=None, verdict=None, data_gone=0):
     return {"outcome": outcome, "strategy": strategy, "created_at": at, "failure_started_at": failed_at,
-            "production_verdict": verdict}
+            "production_verdict": verdict, "data_gone": data_gone}
 
 
 def test_percentile_is_nearest_rank():
@@ -36,7 +36,9 @@ def test_the_metrics_from_rows():
     calls = [{"duration_ms": 1000.0, "outcome": "healed"}, {"duration_ms": 3000.0, "outcome": "timeout"},
              {"duration_ms": 2000.0, "outcome": "healed"}]
     got = compute(fixes=rows, sources=20, quarantined=3, healer_calls=calls, window_s=604800.0, rollbacks=2)
-    assert got["fix_success_rate"] == round(4 / 7, 4)
+    # passed probation: 2; failed: the rejected, the crashed and the false positive (on probation
+    # and staged are in neither)
+    assert got["fix_success_rate"] == round(2 / 5, 4)
     assert got["false_positive_rate"] == round(1 / 3, 4)        # of the three with a verdict
     assert got["quarantine_rate"] == 0.15
     assert got["median_recovery_s"] == 90.0                     # of 30, 60, 120, 600

@@ -153,7 +153,9 @@ def test_a_version_2_database_gains_the_change_notes_in_place(tmp_path):
         conn.execute("PRAGMA user_version = 2")
     conn.close()
     conn = open_db(path)
-    assert conn.execute("PRAGMA user_version").fetchall()[0][0] == 3
+    from healerd.store.migrations import SCHEMA_VERSION
+
+    assert conn.execute("PRAGMA user_version").fetchall()[0][0] == SCHEMA_VERSION
     kept = StatusRows(table=True)
     assert [r[0] for r in json.loads(kept.json(conn, T0))] == ["a", "b"]
     sources.set_paused(conn, "b", True, now=T0)

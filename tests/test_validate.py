@@ -618,3 +618,12 @@ def test_the_field_check_counts_as_its_first_form_did_on_every_kind_of_value():
                 .fields["f"]
             got = field_counts("f", spec, recs, raw, is_list)
             assert got == _field_counts_reference("f", spec, recs, raw, is_list), (trial, ftype, recs, raw)
+
+
+def test_a_required_field_null_in_exactly_the_tolerated_share_passes():
+    # NULL_TOLERANCE is "at most 10 %": 2 of 20 is exactly that, and is tolerated; 3 of 20 is not.
+    nulls = [f'<tr class="player"><td class="name"><a href="/p/n{i}">N</a></td></tr>' for i in range(3)]
+    r = run(listing(GOOD_ROWS[:18] + nulls[:2]))
+    assert r.passed and r.warnings == ["score: 2 of 20 items null (tolerated)"], (r.errors, r.warnings)
+    r = run(listing(GOOD_ROWS[:17] + nulls))
+    assert r.error_type == errors.SCHEMA_MISMATCH and r.errors == ["Empty field: score (3 of 20 items null)"]

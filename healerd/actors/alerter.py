@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pykka
 
-from healerd.actors.messages import Alert, Ping
+from healerd.actors.messages import Alert, ForgetAlerts, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.adapters.fetch import tls_context
 from healerd.config import Config
@@ -57,6 +57,13 @@ class AlertDeduper:
             return False
         self._sent[(source, event)] = (now, gen)
         return True
+
+    def forget(self, source: str) -> None:
+        """Drop what was sent for `source`: a removed source's alerts are not a new source's repeats."""
+        self._state.pop(source, None)
+        self._generation.pop(source, None)
+        for key in [k for k in self._sent if k[0] == source]:
+            del self._sent[key]
 
     def remember(self, source: str | None, event: str, at: float, state: str | None) -> None:
         """An alert sent before this deduper existed (read back from the store after a restart or
@@ -175,6 +182,9 @@ class Alerter(pykka.ThreadingActor):
     def on_receive(self, message):
         if isinstance(message, Ping):
             return True
+        if isinstance(message, ForgetAlerts):
+            self.deduper.forget(message.name)
+            return None
         if isinstance(message, Alert):
             try:
                 self._emit(message)

@@ -34,6 +34,13 @@ class Deploy:
     confidence: float | None = None   # the healer's own confidence in the candidate, when it gives one
 
 
+@dataclass(frozen=True)
+class TryVersion:
+    """Control plane -> Deployer (ask): does `version` of `name` pass on the live page now? Changes nothing."""
+    name: str
+    version: int
+
+
 UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
 
 
@@ -55,7 +62,36 @@ class Deployer(ServiceActor):
             except Exception as exc:
                 log.exception("deploying a candidate for %s failed", message.name)
                 return deploy_result("error", None, f"internal error while deploying: {exc}", conclusive=False)
+        if isinstance(message, TryVersion):
+            return self.try_version(message)
         return None
+
+    def try_version(self, msg: TryVersion) -> dict:
+        """{"passes": bool | None, "reason"}: the version's parser on the live page, validated as a scrape
+        would be (None: the page could not be fetched, so nothing was judged)."""
+        from healerd.core.validate import validate
+
+        v = versions.get(self.conn, msg.name, msg.version)
+        bp = from_json(v["body"])
+        src = row(self.conn, "SELECT s.url, h.item_counts FROM sources s JOIN source_health h ON h.source_name = s.name "
+                             "WHERE s.name = ?", (msg.name,))
+        if src is None:
+            return {"passes": None, "reason": "the source was removed"}
+        try:
+            page = self.fetcher.fetch(bp.url or src["url"], headers=bp.headers or None, cookies=bp.cookies or None,
+                                      via=bp.fetch, wait_for=bp.wait_for)
+        except FetchError as exc:
+            return {"passes": None, "reason": f"{exc.error_type}: {exc.message}"}
+        try:
+            ex = run_parser_on(bp, page.text, page_limits(self.config))
+        except Exception as exc:
+            return {"passes": False, "reason": f"PARSE_ERROR: its parser failed: {getattr(exc, 'reason', None) or exc}"}
+        good = snapshots.get(self.conn, msg.name, snapshots.LAST_GOOD)
+        result = validate(ex, bp, recent_counts=json.loads(src["item_counts"] or "[]"),
+                          last_good=good["records"] if good else None, html=page.text, status=page.status)
+        if result.passed:
+            return {"passes": True, "reason": f"it reads the current page ({ex.item_count or 1} record(s))"}
+        return {"passes": False, "reason": f"{result.error_type}: {'; '.join(result.errors[:3])}"}
 
     def _flagged(self, name: str, now: float) -> bool:
         src = row(self.conn, "SELECT s.review_approved_until, h.flagged_for_review FROM sources s JOIN source_health h "

@@ -32,6 +32,7 @@ from healerd.core.htmldiff import diff_signature, structural_diff, template_sign
 from healerd.core.routing import (
     DECLINE,
     RELOCATE,
+    RELOCATED_NOTE,
     SELECTORS,
     broken_selectors,
     deferred_report,
@@ -59,6 +60,12 @@ def rung_of(tried_entry: str) -> str:
     return (tried_entry.split(":", 1)[0].split() or ["none"])[0]
 
 
+def last_rung(tried: list[str]) -> str:
+    """The last rung that ran: a rung that is not configured tried nothing and names no attempt."""
+    ran = [t for t in tried if not t.rstrip().endswith(": not configured")]
+    return rung_of(ran[-1]) if ran else "none"
+
+
 class Doctor(ServiceActor):
     fetches = True
 
@@ -69,6 +76,7 @@ class Doctor(ServiceActor):
         self._failed_fields: list[str] = []
         self._deployed = 0   # candidates staged by the Deployer in the current attempt
         self._page_html: str | None = None   # the page candidates are made for (sent with each Deploy)
+        self._suggested: Blueprint | None = None   # a refusal's blueprint without the gone fields, for the report
 
     def handle(self, message):
         if isinstance(message, Ping):
@@ -172,6 +180,7 @@ class Doctor(ServiceActor):
         tried: list[str] = []
         outcome = None
         self._deployed = 0
+        self._suggested = None
         if strategy_kind == SELECTORS:
             outcome = self.selector_ladder(ctx, tried)
         elif strategy_kind == RELOCATE:
@@ -191,8 +200,9 @@ class Doctor(ServiceActor):
                                 validation=outcome.get("validation"), deployed_to="PRODUCTION",
                                 version=outcome["version"], fingerprint=fingerprint, duration_ms=duration_ms)
             self.registry.write(Ledger.complete_task, task.task_id, {"outcome": "promoted", "version": outcome["version"]})
-            log.warning("fix attempt %s: strategy=%s duration=%.0fms outcome=promoted version=%s reason=%s",
-                        name, outcome["strategy"], duration_ms, outcome["version"], outcome["reason"])
+            # Good news is INFO: WARNING is for what may need a person.
+            log.info("fix attempt %s: strategy=%s duration=%.0fms outcome=promoted version=%s reason=%s",
+                     name, outcome["strategy"], duration_ms, outcome["version"], outcome["reason"])
             return self._result(name, "promoted", reason, outcome["strategy"], outcome["version"])
 
         if outcome and outcome["outcome"] == "declined":
@@ -206,22 +216,23 @@ class Doctor(ServiceActor):
                                  record_as=ctx.error_type, strategy="external")
 
         final = outcome["outcome"] if outcome else "rejected"
-        strategy = outcome["strategy"] if outcome else (rung_of(tried[-1]) if tried else "none")
+        strategy = outcome["strategy"] if outcome else last_rung(tried)
         reason = "; ".join(tried) or "no strategy produced a candidate"
         missing = (outcome or {}).get("missing_fields") or []
         staged = [v["version"] for v in versions.staged(self.conn, name)]
         report = deferred_report(name=name, error_type=ctx.error_type, last_error=ctx.error_message,
                                  attempts=[{"at": p["at"], "strategy": p["strategy"], "outcome": p["outcome"],
-                                            "reason": p["reason"]} for p in previous] +
+                                            "reason": p["reason"]} for p in reversed(previous)] +
                                           [{"at": iso(time.time()), "strategy": strategy, "outcome": final, "reason": reason}],
                                  tried=tried, missing_fields=missing, staged_versions=staged,
-                                 external_configured=bool(self.config.healer.url))
+                                 external_configured=bool(self.config.healer.url),
+                                 blueprint=self._suggested or ctx.blueprint)
         self.registry.write(Ledger.record_fix, name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
                             reason=reason, context=diag, patch=(outcome or {}).get("patch"),
                             validation=(outcome or {}).get("validation"),
                             deployed_to="STAGING" if final == "staged" else "FAILED",
                             version=(outcome or {}).get("version"), fingerprint=fingerprint, duration_ms=duration_ms,
-                            deferred_report=report)
+                            deferred_report=report, data_gone=missing if final in breakers.FAILED_OUTCOMES else None)
         if final == "staged":
             # A person is needed now (to approve). A rejected attempt gets its report only when it
             # spends the budget (record_fix stores it with the quarantine): until then healing goes on.
@@ -375,7 +386,7 @@ class Doctor(ServiceActor):
             last = dict(last)
             last["outcome"] = "rejected" if last["outcome"] not in ("error",) else "error"
         else:
-            last = {"outcome": "rejected", "strategy": rung_of(tried[-1]) if tried else "none",
+            last = {"outcome": "rejected", "strategy": last_rung(tried),
                     "reason": "; ".join(tried), "version": None}
         last["missing_fields"] = missing
         return last
@@ -440,8 +451,10 @@ class Doctor(ServiceActor):
         result = heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
         if not result.ok:
             tried.append(f"builtin: refused: {result.reason}")
-            gone = (result.details or {}).get("missing_fields") or (result.details or {}).get("refused_fields") or []
+            gone = self._data_gone(ctx, result.details)
             missing.extend(f for f in gone if f not in missing)
+            if gone:
+                self._suggested = self._without_gone(ctx, gone)
             return {"outcome": "rejected", "strategy": "builtin", "reason": f"refused: {result.reason}",
                     "version": None}
         if result.unchanged or result.blueprint is None:
@@ -456,6 +469,43 @@ class Doctor(ServiceActor):
         tried.append(f"builtin: {res['outcome']}: {res['reason']}")
         return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
                 "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
+
+    @staticmethod
+    def _without_gone(ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
+        """The blueprint a person could use now: the gone fields made optional and the others repaired
+        for the current page (the built-in healer run again on that blueprint), or None when even that
+        does not read the page. Only suggested in the report: making a field optional is a person's call."""
+        from healerd.core.blueprint_toml import with_optional
+        from healerd.core.heal.builtin import heal
+
+        optional = with_optional(ctx.blueprint, gone)
+        try:
+            again = heal(optional, ctx.original_html or "", ctx.last_good_records or {}, ctx.current_html)
+        except Exception:
+            log.exception("could not repair the blueprint of %s without its gone fields", ctx.source_name)
+            return None
+        if not again.ok:
+            return None
+        return optional if again.unchanged or again.blueprint is None else again.blueprint
+
+    @staticmethod
+    def _data_gone(ctx: DiagnosisContext, details: dict | None) -> list[str]:
+        """The fields of a refusal whose data is gone from the page (all the fields it names, or none:
+        a refusal that also names a field still on the page is a healer's limit)."""
+        from healerd.core.heal.data_gone import gone_fields, refused_fields
+
+        refused = refused_fields(details)
+        items = (details or {}).get("items")
+        if not refused and isinstance(items, dict) and items.get("status") in ("gone", "ambiguous"):
+            refused = list(ctx.blueprint.fields)
+        if not refused or not ctx.original_html or not ctx.current_html:
+            return []
+        try:
+            gone = gone_fields(ctx.blueprint, ctx.original_html, ctx.current_html, refused)
+        except Exception:
+            log.exception("could not tell whether the data of %s is gone", ctx.source_name)
+            return []
+        return gone if set(gone) == set(refused) else []
 
     def _external_rung(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
 
@@ -479,6 +529,7 @@ class Doctor(ServiceActor):
         # This attempt's cycles only: earlier attempts (other strategies, other episodes) travel
         # as previous_attempts with their strategy, not relabelled as cycles they never were.
         history: list[dict] = []
+        seen: set[str] = set()   # the candidates deployed in this attempt
         last = None
         cycles = min(hc.cycles, len(hc.timeouts))
         for cycle in range(1, cycles + 1):
@@ -515,6 +566,14 @@ class Doctor(ServiceActor):
             candidate = res.blueprint
             if not candidate.url:
                 candidate = candidate.with_url(ctx.url)
+            body = candidate.to_json()
+            if body in seen or self._already_rejected(ctx.source_name, candidate, self._episode_start):
+                # The healer answers what it answered before: staging it again would only make another
+                # rejected version, and calling again would spend the daily budget on the same answer.
+                tried.append(f"external cycle {cycle}: the same candidate as a rejected one (not deployed again); "
+                             f"no further calls")
+                break
+            seen.add(body)
             dep = self._deploy(ctx.source_name, candidate, "external", res.changes_summary or f"cycle {cycle}")
             tried.append(f"external cycle {cycle}: {dep['outcome']}: {dep['reason']}")
             last = {"outcome": dep["outcome"], "strategy": "external", "reason": dep["reason"],
@@ -623,7 +682,7 @@ class Doctor(ServiceActor):
                 tried.append(f"relocate: {url}: not like the last good records ({why})")
                 continue
             candidate = ctx.blueprint.with_url(url)
-            res = self._deploy(name, candidate, "builtin", f"the page moved to {url}")
+            res = self._deploy(name, candidate, "builtin", f"{RELOCATED_NOTE}{url}")
             tried.append(f"relocate: {url}: {res['outcome']}: {res['reason']}")
             if res["outcome"] in ("promoted", "staged", "declined"):
                 return {"outcome": res["outcome"], "strategy": "relocate", "reason": f"page moved to {url}",

@@ -92,6 +92,13 @@ class ForgetHistory:
 
 
 @dataclass(frozen=True)
+class ForgetAlerts:
+    """Control/daemon -> Alerter: a source was removed or registered; the alerts of an earlier life
+    of that name are no repeats of the new one's."""
+    name: str
+
+
+@dataclass(frozen=True)
 class Alert:
     """Anyone -> Alerter."""
     event: str

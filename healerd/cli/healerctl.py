@@ -260,23 +260,36 @@ def _schedule_line(obj: dict) -> str:
 @click.option("--blueprint", "blueprint_file", required=True, metavar="FILE",
               type=click.Path(dir_okay=False), help="The blueprint: TOML, or the same structure in JSON.")
 @click.option("--url", default=None, metavar="URL", help="The page to scrape (overrides the blueprint's url).")
+@click.option("--no-wait", is_flag=True, help="Do not scrape it now (the first scrape runs on its schedule).")
 @json_option
 @socket_option
 @click.pass_context
-def add(ctx, name, blueprint_file, url, as_json, socket_path):
-    """Register a source from a blueprint file.
+def add(ctx, name, blueprint_file, url, no_wait, as_json, socket_path):
+    """Register a source from a blueprint file, scrape it once and print how it went.
 
     The blueprint is checked here first (selectors, types, url); a problem is reported
     naming the key and nothing is sent. The url may come from the file or from --url.
+    Exits 1 when that first scrape fails (the source stays added); --no-wait skips it.
     """
     bp, args = _blueprint_request(name, blueprint_file, url, require_url=True)
-    r = _call(ctx, socket_path, "add", args)
+    if no_wait:
+        args["wait"] = False
+    r = _call(ctx, socket_path, "add", args, timeout=DEFAULT_TIMEOUT if no_wait else RUN_TIMEOUT)
+    scrape = r.get("scrape")
     if as_json:
         _print_json(r)
-        return
-    next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") else ""
+        ctx.exit(1 if scrape is not None and not scrape.get("ok") else 0)
+    next_run = f", next run {_rel(r.get('next_run_at'))}" if r.get("next_run_at") and scrape is None else ""
     click.echo(f"added {r.get('name', name)}: {_one_line(r.get('url') or mask_url(bp.url))}, every {_duration(bp.every)}, "
                f"state {_state(r.get('state'))}{next_run}")
+    if scrape is None:
+        return
+    line, ok = _scrape_line(scrape, name)
+    click.echo(line)
+    if not ok:
+        click.echo(f"the first scrape of {name} failed; the source stays added: fix it with "
+                   f"`healerctl update {name} --blueprint FILE [--url URL]`, or `healerctl remove {name}`", err=True)
+        ctx.exit(1)
 
 
 def _blueprint_request(name: str, blueprint_file: str, url: str | None, *,
@@ -485,7 +498,13 @@ def _print_detail(s: dict) -> None:
         else:
             title = "report of the last fix attempt"
         click.echo(_style(title, "yellow"))
-        _print_mapping({k: v for k, v in report.items() if k != "reason" or state == "QUARANTINED"})
+        _print_mapping({k: v for k, v in report.items()
+                        if (k != "reason" or state == "QUARANTINED") and k != "blueprint_toml"})
+        toml = report.get("blueprint_toml")
+        if isinstance(toml, str) and toml:
+            click.echo(f"  the blueprint to save as {s.get('name', 'NAME')}.toml:")
+            for line in toml.splitlines():
+                click.echo(f"    {_one_line(line)}" if line else "")
 
     events = s.get("events") or []
     click.echo("")
@@ -710,8 +729,9 @@ def _secs(v) -> str:
 def stats(ctx, window, as_json, socket_path):
     """Show the fleet's success metrics, each beside its target.
 
-    Fix success rate, production false-positive rate (promoted fixes that then failed in
-    production), quarantine rate, median and p90 recovery time, heals by rung and the
+    Fix success rate (fixes that passed probation / those + failed attempts; a refusal that
+    found the data gone is not a failure), production false-positive rate (promoted fixes that
+    then failed on the layout they were proved on), quarantine rate, median and p90 recovery time, heals by rung and the
     external healer's calls, over the last --window.
     """
     r = _call(ctx, socket_path, "stats", {"window_s": window})
@@ -729,7 +749,8 @@ def stats(ctx, window, as_json, socket_path):
 
     rows = []
     for key, label, fmt, extra in (
-            ("fix_success_rate", "fix success rate", _pct, f"{r.get('fixes_promoted', 0)}/{r.get('fix_attempts', 0)}"),
+            ("fix_success_rate", "fix success rate", _pct,
+             f"{r.get('fixes_passed', 0)}/{r.get('fixes_passed', 0) + r.get('failed_attempts', 0) + r.get('false_positives', 0)}"),
             ("false_positive_rate", "false positive rate", _pct, f"{r.get('false_positives', 0)}/{r.get('fixes_judged', 0)}"),
             ("quarantine_rate", "quarantine rate", _pct, f"{r.get('sources_quarantined', 0)}/{r.get('sources', 0)}"),
             ("median_recovery_s", "median recovery", _secs, ""),
@@ -743,7 +764,9 @@ def stats(ctx, window, as_json, socket_path):
     lat = calls.get("median_latency_ms")
     click.echo(f"external healer calls: {calls.get('count', 0)}"
                + (f", median latency {lat / 1000:.1f} s" if lat is not None else ""))
-    click.echo(f"automatic rollbacks: {r.get('rollbacks', 0)}")
+    click.echo(f"fixes on probation: {r.get('fixes_on_probation', 0)}; refusals that found the data gone "
+               f"(not failures): {r.get('data_gone_refusals', 0)}")
+    click.echo(f"automatic rollbacks: {r.get('rollbacks', 0)}; manual rollbacks: {r.get('manual_rollbacks', 0)}")
 
 
 def _human_window(seconds) -> str:
@@ -762,10 +785,11 @@ def _human_window(seconds) -> str:
 def history(ctx, name, as_json, socket_path):
     """Show parser versions and fix attempts.
 
-    Newest first. Versions show their origin (human, builtin, memory, external) and status
+    Newest first. Versions show their origin (human, builtin, memory, external, relocate) and status
     (automatic rollbacks and merges appear as their own rows); fix attempts show the error
-    type, strategy, outcome and reason, and a promoted fix that failed within its probation
-    in production is marked "false positive".
+    type, strategy, outcome and reason; a promoted fix that failed within its probation on
+    the layout it was proved on is marked "false positive", and a refusal that found the data
+    gone from the page "data gone".
     """
     r = _call(ctx, socket_path, "history", {"name": name})
     if as_json:
@@ -782,8 +806,11 @@ def history(ctx, name, as_json, socket_path):
                          str(h.get("status") or "-"), _one_line(h.get("reason") or h.get("note") or "", 70)])
         else:
             what = f"{h.get('error_type') or '-'} via {h.get('strategy') or '-'}"
-            verdict = {"false_positive": " (false positive)", None: " (probation)"}.get(h.get("production"), "") \
+            verdict = {"false_positive": " (false positive)", None: " (probation)",
+                       "site_changed": " (worked; the site changed since)"}.get(h.get("production"), "") \
                 if h.get("outcome") == "promoted" else ""
+            if h.get("data_gone"):
+                verdict = " (data gone)"
             rows.append([str(h.get("at") or "-"), "fix", what, str(h.get("outcome") or "-") + verdict,
                          _one_line(h.get("reason"), 70)])
     colour = {"production": "green", "promoted": "green", "rejected": "yellow", "declined": "yellow",
@@ -839,19 +866,29 @@ def diff(ctx, name, socket_path):
 @click.argument("name")
 @click.option("--to", "to_version", type=VersionNumber(), default=None, metavar="VERSION",
               help="The archived version to re-promote (default: the one before the current).")
+@click.option("--force", is_flag=True, help="Roll back even when that version fails the current page.")
 @socket_option
 @click.pass_context
-def rollback(ctx, name, to_version, socket_path):
+def rollback(ctx, name, to_version, force, socket_path):
     """Re-promote an archived parser version.
 
-    The current production version is archived.
+    A person's act: it spends no fix attempt. The version is first tried on the live page;
+    when it fails it, production is kept and the exit code is 1, unless --force (then its
+    failures are reported as the rollback's and not healed). The current production version
+    is archived.
     """
     args: dict[str, Any] = {"name": name}
     if to_version is not None:
         args["to"] = to_version
-    r = _call(ctx, socket_path, "rollback", args)
+    if force:
+        args["force"] = True
+    r = _call(ctx, socket_path, "rollback", args, timeout=RUN_TIMEOUT)
     prev = r.get("previous")
     click.echo(f"{name}: version {r.get('version')} is in production" + (f" (was {prev})" if prev is not None else ""))
+    if r.get("forced"):
+        click.echo(f"forced: it fails the current page ({r.get('check')}); its failures are not healed")
+    elif r.get("checked") is None and r.get("check"):
+        click.echo(f"not checked on the current page ({r.get('check')})")
 
 
 @cli.command()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec
 
 from healerd import __version__
-from healerd.actors.messages import ForgetHistory
+from healerd.actors.messages import ForgetAlerts, ForgetHistory
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.adapters.browser import check_source as check_browser_source
@@ -279,13 +279,21 @@ class ControlOps:
         return alerts_store.since(self.conn, after_id, min(limit, 10_000), source)
 
     # -- writing -------------------------------------------------------------------------
-    def op_add(self, name: str, blueprint: dict, url: str | None = None):
+    def op_add(self, name: str, blueprint: dict, url: str | None = None, wait: bool = True):
+        """Register a source and (unless `wait` is false) scrape it once: the answer carries that
+        scrape's outcome under "scrape", so a source that does not work is said at once."""
         check_name(name)
         bp = from_dict(blueprint, url=url, require_url=True)
         check_browser_source(bp, self.daemon.config.browser)
         result = self._write(Ledger.add_source, name, bp, "cli")
         self.daemon.registry.tell("validator", ForgetHistory(name))
-        return result
+        self.daemon.registry.tell("alerter", ForgetAlerts(name))   # an earlier source of this name is another life
+        if not wait:
+            return result
+        rid = self.daemon.waiters.new()
+        self.daemon.registry.tell("scheduler", RunNow(name, rid))
+        scrape = self._wait(rid, RUN_WAIT_S, f"the first scrape of {name}")
+        return {**result, "scrape": scrape, "state": scrape.get("state", result.get("state"))}
 
     def op_update(self, name: str, blueprint: dict, url: str | None = None):
         """Replace a source's blueprint (a `human` version), reset its attempt budget, scrape once."""
@@ -314,7 +322,9 @@ class ControlOps:
             where = " or ".join(files) or f"{name}.toml / {name}.json in {folder}"
             raise ControlError("refused", f"{name} comes from the sources directory: delete {where}, then "
                                           f"`healerctl reload` (or SIGHUP) removes it")
-        return self._write(Ledger.remove_source, name)
+        result = self._write(Ledger.remove_source, name)
+        self.daemon.registry.tell("alerter", ForgetAlerts(name))   # a source added again alerts afresh
+        return result
 
     def op_pause(self, name: str):
         check_name(name)
@@ -328,9 +338,22 @@ class ControlOps:
         check_name(name)
         return self._write(Ledger.unquarantine, name, reason or "")
 
-    def op_rollback(self, name: str, to: int | None = None):
+    def op_rollback(self, name: str, to: int | None = None, force: bool = False):
+        """A person's rollback: the version is tried on the live page first (by the Deployer, which
+        fetches); one that fails it is refused, production kept, unless `force`."""
+        from healerd.actors.deployer import TryVersion
+
         check_name(name)
-        return self._write(Ledger.rollback, name, to)
+        target = self._write(Ledger.rollback_target, name, to)
+        tried = self.daemon.registry.get("deployer").ask(TryVersion(name, target), timeout=RUN_WAIT_S)
+        fails = None if tried.get("passes") is not False else tried.get("reason") or "it fails validation"
+        if fails and not force:
+            current = scalar(self.conn, "SELECT current_version FROM sources WHERE name = ?", (name,))
+            raise ControlError("refused", f"version {target} fails the current page ({fails}); version {current} "
+                                          f"stays in production (`--force` rolls back anyway)",
+                               {"version": target, "production": current})
+        result = self._write(Ledger.rollback, name, target, fails)
+        return {**result, "checked": tried.get("passes"), "check": tried.get("reason"), "forced": bool(fails)}
 
     def op_approve(self, name: str, version: int):
         check_name(name)

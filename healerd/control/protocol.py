@@ -21,7 +21,8 @@ Ops (args -> result):
       With {"table": true} (what healerctl sends) the sources come as {"columns": [key, ...],
       "rows": [[value, ...], ...]} instead of "sources": the same objects, less than half the bytes.
       A status-object has the keys of `healerctl status --json` (docs/REFERENCE.md).
-  add {"name", "blueprint", "url"?} -> status-object
+  add {"name", "blueprint", "url"?, "wait"?} -> status-object, with the first scrape's outcome under "scrape"
+      (as `run` gives it) unless "wait" is false
   remove {"name"} -> {"removed": name}
   pause / resume {"name"} -> status-object
   run {"name", "wait"} -> {"queued": true} | {"name", "ok", "error_type", "error",
@@ -29,10 +30,11 @@ Ops (args -> result):
   heal {"name"} -> {"name", "outcome", "strategy", "reason", "version", "state"}
   unquarantine {"name", "reason"?} -> status-object
   history {"name"} -> the `healerctl history --json` list (docs/REFERENCE.md); promoted fixes add
-      "production" (null on probation, "passed", "false_positive") and "false_positive"; rollbacks
+      "production" (null on probation, "passed", "false_positive", "site_changed") and "false_positive"; rollbacks
       (a person's or automatic) and merges are version entries with "event" ("rollback" | "merge") and "note"
   diff {"name"} -> {"diff", "last_good_at", "current_at"}
-  rollback {"name", "to"?} -> {"version", "previous"}
+  rollback {"name", "to"?, "force"?} -> {"version", "previous", "checked", "check", "forced"}; a version
+      that fails the live page is refused ("refused") unless "force"
   approve {"name", "version"} -> {"version"}
   records {"name", "limit"} -> the `healerctl records --json` list (docs/REFERENCE.md)
   alerts {"after_id"?, "limit"?} -> alert objects (the alert log's keys plus "id"), oldest first

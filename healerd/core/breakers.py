@@ -58,3 +58,9 @@ def systemic_halt(failures: Iterable[tuple[str | None, str | None]], fingerprint
 def spent_phrase(failed: int, window: str) -> str:
     """The words the QUARANTINED alert and the lifecycle reason share."""
     return f"{failed} fix attempt{'s' if failed != 1 else ''} failed in {window}"
+
+
+def data_gone_phrase(attempts: int, window: str, fields: list[str]) -> str:
+    """The QUARANTINED words when the last attempt found the data gone: not a failure to heal."""
+    return (f"{attempts} fix attempt{'s' if attempts != 1 else ''} in {window} found the data for "
+            f"{', '.join(fields)} gone from the page")

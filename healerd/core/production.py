@@ -25,6 +25,7 @@ from healerd.core.validate import validate
 
 PASSED = "passed"
 FALSE_POSITIVE = "false_positive"
+SITE_CHANGED = "site_changed"   # failed within its probation, on another layout than it was proved on
 
 HEAL = "heal"
 ROLLBACK = "rollback"
@@ -41,6 +42,16 @@ def probation_verdict(good_scrapes: int, ok: bool, error_type: str | None, proba
     if not ok:
         return FALSE_POSITIVE if error_type in errors.HEALABLE_BY_SELECTORS else None
     return PASSED if good_scrapes + 1 >= max(1, probation) else None
+
+
+def failure_verdict(proved_on_signature: str | None, failing_signature: str | None) -> str:
+    """A parser failure within probation: a production false positive when the failing page has the
+    layout (page template signature) the fix was proved on; when the site has changed layout since,
+    the fix is not at fault (it is a new breakage, with its own episode): `site_changed`. Without
+    both signatures there is no evidence of a change: a false positive."""
+    if proved_on_signature and failing_signature and proved_on_signature != failing_signature:
+        return SITE_CHANGED
+    return FALSE_POSITIVE
 
 
 # -- merging two layouts ----------------------------------------------------------------------

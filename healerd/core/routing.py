@@ -20,6 +20,7 @@ from healerd.core import errors
 from healerd.core.blueprint import Blueprint
 
 SELECTORS = "selectors"
+RELOCATED_NOTE = "the page moved to "   # the note of a version made by following a moved page
 RELOCATE = "relocate"
 DECLINE = "decline"
 
@@ -135,23 +136,48 @@ def recovery_context(previous: list[dict]) -> dict:
 
 
 def deferred_report(*, name: str, error_type: str, last_error: str, attempts: list[dict], tried: list[str],
-                    missing_fields: list[str], staged_versions: list[int], external_configured: bool) -> dict:
-    """What a person needs when healing gave up: what was tried, the last error, the options left."""
-    options = []
+                    missing_fields: list[str], staged_versions: list[int], external_configured: bool,
+                    blueprint: Blueprint | None = None) -> dict:
+    """What a person needs when healing gave up: what was tried (oldest first), the last error, and
+    the options that fit the cause.
+
+    `missing_fields`: the fields whose data the healer found gone from the page. No healer can bring
+    them back and the page will not come back by waiting, so the options are the ones that work: the
+    exact `healerctl update` with those fields made optional (the blueprint to save comes with the
+    report, `blueprint_toml`), or `healerctl remove`. Otherwise: the staged candidates to review, an
+    external healer when none is configured, and `unquarantine` once the page may have come back."""
+    from healerd.core.blueprint_toml import to_toml, with_optional
+
+    options = [f"review staged version {v}: `healerctl history {name}`, then `healerctl approve {name} {v}`"
+               for v in staged_versions]
+    report: dict[str, Any] = {}
     if missing_fields:
-        options.append(f"the data for {', '.join(missing_fields)} seems gone from the page: update the blueprint "
-                       f"(make the field optional with required = false, or point it elsewhere) and re-add it")
-    for v in staged_versions:
-        options.append(f"review staged version {v}: `healerctl history {name}`, then `healerctl approve {name} {v}`")
-    if not external_configured:
-        options.append("configure an external healer ([healer] url or CODE_HEALER_URL) for changes the built-in "
-                       "healer cannot repair")
-    options.append(f"once the page or blueprint is fixed: `healerctl unquarantine {name}`")
+        fields = ", ".join(missing_fields)
+        path = f"{name}.toml"
+        if blueprint is not None and not blueprint.parser:
+            report["blueprint_toml"] = to_toml(with_optional(blueprint, missing_fields))
+            options.append(f"the data for {fields} is gone from the page: keep scraping the rest with "
+                           f"`healerctl update {name} --blueprint {path}`, {path} being the blueprint below "
+                           f"(required = false on {fields}; or delete the field)")
+        else:
+            options.append(f"the data for {fields} is gone from the page: make the field optional "
+                           f"(required = false) or delete it in the blueprint, then "
+                           f"`healerctl update {name} --blueprint FILE`")
+        options.append(f"or stop scraping it: `healerctl remove {name}`")
+    else:
+        if not external_configured:
+            options.append("configure an external healer ([healer] url or CODE_HEALER_URL) for changes the built-in "
+                           "healer cannot repair")
+        options.append(f"fix the blueprint: `healerctl update {name} --blueprint FILE`")
+        options.append(f"once the page may have come back: `healerctl unquarantine {name}`")
+    ordered = sorted(attempts, key=lambda a: str(a.get("at") or ""))
     return {
         "source": name,
         "error_type": error_type,
         "last_error": last_error,
-        "attempts": attempts[:10],
+        "attempts": ordered[-10:],
         "tried": tried[-10:],
         "options": options,
+        **({"data_gone": list(missing_fields)} if missing_fields else {}),
+        **report,
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -51,7 +52,9 @@ class Narrator:
         self.out = out
         self.color = out.isatty() and not os.environ.get("NO_COLOR")
         self.alert_id = 0
+        self.seen: list[tuple[str, str | None]] = []   # (event, source) of every alert shown
         self.t0 = time.time()
+        self.blueprint_file = Path(tempfile.gettempdir()) / "stats.toml"   # set by run_demo to its state dir
 
     def _c(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
@@ -70,6 +73,7 @@ class Narrator:
         new = self.call("alerts", after_id=self.alert_id, limit=100)
         for a in new:
             self.alert_id = max(self.alert_id, a["id"])
+            self.seen.append((a["event"], a["source"]))
             colour = {"info": "32", "warning": "33", "error": "31"}.get(a["level"], "0")
             self.say("   " + self._c(f"ALERT {a['event']}", colour) + f" {a['source'] or '-'}: {a['message']}")
         return new
@@ -154,19 +158,50 @@ def story(n: Narrator, site: DemoSite) -> None:
         return s if s["state"] == "QUARANTINED" else None
 
     st = n.wait("stats to be quarantined", stats_quarantined, timeout=60)
+    # The state is committed a moment before its alert is written: wait for the alert too, or the
+    # story would move on (or end) without showing it.
+    n.wait("the QUARANTINED alert", lambda: ("QUARANTINED", "stats") in n.seen, timeout=30)
     report = st.get("deferred_report") or {}
     n.say(f"   stats is QUARANTINED until {st['quarantine_until']}; the deferred report says:")
     n.say(f"     last error: {report.get('last_error', '-')}")
     for opt in report.get("options", [])[:3]:
         n.say(f"     option: {opt}")
+    if report.get("blueprint_toml"):
+        n.blueprint_file.write_text(report["blueprint_toml"])
+        n.say(f"     (the demo saved that blueprint as {n.blueprint_file})")
 
     n.step(6, "Meanwhile the article never broke.")
     n.say("   article   " + _records_line(n.call("records", name="article", limit=1000)[0]))
+
+    n.step(7, "The products fix proves itself in production: its probation scrapes pass.")
+
+    def probation_over():
+        fixes = [h for h in n.call("history", name="products") if h["kind"] == "fix" and h["outcome"] == "promoted"]
+        return fixes if fixes and all(f.get("production") for f in fixes) else None
+
+    fixes = n.wait("the products fix's probation", probation_over, timeout=60)
+    n.say(f"   version {fixes[0]['version']}: probation {fixes[0]['production']}")
     n.show_alerts()
+    stats = n.call("stats", window_s=86400.0)
     summary = n.call("status")["summary"]
     n.say()
-    n.say(n._c("Done:", "1") + f" {summary['sources']} sources, states {summary['by_state']}, "
-          f"fix success rate {summary['fix_success_rate']}, median recovery {summary['median_recovery_s']}s.")
+    n.say(n._c("Done:", "1") + f" {summary['sources']} sources, states {summary['by_state']}.")
+    n.say(f"   fix success rate {_pct(stats['fix_success_rate'])} ({stats['fixes_passed']} fix passed its probation, "
+          f"{stats['failed_attempts']} failed attempts); {stats['data_gone_refusals']} refusals found the data gone "
+          f"(right answers, not failures)")
+    n.say(f"   false positive rate {_pct(stats['false_positive_rate'])}, median recovery "
+          f"{stats['median_recovery_s']}s, automatic rollbacks {stats['rollbacks']}")
+    healing = ("fix_success_rate", "false_positive_rate", "median_recovery_s", "p90_recovery_s")
+    missed = [k for k in healing if stats["targets"][k]["met"] is False]
+    n.say("   the healing targets are met" if not missed else f"   healing targets missed: {', '.join(missed)}")
+    q = [name for name in BLUEPRINTS if n.call("status", name=name)["state"] == "QUARANTINED"]
+    if q:
+        n.say(f"   quarantined: {', '.join(q)}, as it should be: its data is gone, and the deferred report "
+              f"tells a person what works")
+
+
+def _pct(rate) -> str:
+    return "-" if rate is None else f"{rate * 100:.0f} %"
 
 
 def _interrupt(signum, frame):
@@ -200,6 +235,7 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
         proc = subprocess.Popen([sys.executable, "-m", "healerd", "run", "--config", str(cfg), "--state-dir",
                                  str(state), "--socket", sock], cwd=str(base), env=env, stdout=log, stderr=log)
     narrator = Narrator(sock)
+    narrator.blueprint_file = base / "stats.toml"
     code = 0
     # SIGTERM ends the demo like Ctrl-C does, so the daemon child is stopped rather than orphaned
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
@@ -219,8 +255,11 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
         if keep_running:
             narrator.say()
             narrator.say("The site and the daemon keep running. Try, in another terminal:")
-            for c in ("status", "status products", "history products", "diff stats", "records products --limit 2",
-                      "alerts", "unquarantine stats", "rollback products"):
+            commands = ["status", "status products", "history products", "diff stats", "records products --limit 2",
+                        "alerts", "stats"]
+            if narrator.blueprint_file.exists():   # the deferred report's own advice: score made optional
+                commands.append(f"update stats --blueprint {shlex.quote(str(narrator.blueprint_file))}")
+            for c in commands:
                 narrator.say(f"   healerctl --socket {sock} {c}")
             narrator.say("Ctrl-C stops the demo.")
             try:

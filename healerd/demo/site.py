@@ -11,6 +11,7 @@ the score column (the data is really gone: healerd must refuse, not guess).
 
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -64,6 +65,18 @@ def article_page(layout: int) -> str:
 PAGES = {"/stats": stats_page, "/products": products_page, "/article": article_page}
 
 
+class _Server(ThreadingHTTPServer):
+    """The demo site's server: a client that goes away mid-answer (the daemon stopping, a fetch cut
+    at its deadline) is no error to print into the person's terminal."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class DemoSite:
     def __init__(self, port: int = 0):
         self.layouts = {p: 1 for p in PAGES}
@@ -96,7 +109,7 @@ class DemoSite:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server = _Server(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="demo-site", daemon=True)

@@ -19,17 +19,20 @@ FAILED_OUTCOMES = ("rejected", "error")
 def record(conn: apsw.Connection, *, source_name: str, error_type: str, strategy: str, outcome: str, reason: str,
            diagnosis_context: dict | None = None, patch: str | None = None, validation: dict | None = None,
            deployed_to: str | None = None, version: int | None = None, fingerprint: str | None = None,
-           duration_ms: float | None = None, failure_started_at: float | None = None, now: float | None = None) -> int:
+           duration_ms: float | None = None, failure_started_at: float | None = None, now: float | None = None,
+           data_gone: bool = False) -> int:
+    """One attempt's row. `data_gone`: a refusal that showed the data gone from the page (not a failure
+    in the metrics, healerd.core.stats)."""
     now = time.time() if now is None else now
     with conn:
         conn.execute(
             "INSERT INTO fix_history (source_name, error_type, strategy, outcome, reason, diagnosis_context, "
-            "patch_generated, validation_result, deployed_to, version, fingerprint, duration_ms, failure_started_at, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "patch_generated, validation_result, deployed_to, version, fingerprint, duration_ms, failure_started_at, "
+            "created_at, data_gone) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (source_name, error_type, strategy, outcome, reason[:4000],
              json.dumps(diagnosis_context, sort_keys=True, default=str) if diagnosis_context else None,
              patch, json.dumps(validation) if validation else None, deployed_to, version, fingerprint, duration_ms,
-             failure_started_at, now),
+             failure_started_at, now, int(bool(data_gone))),
         )
         rowid = conn.last_insert_rowid()
     return rowid
@@ -77,6 +80,8 @@ def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
             # (it passed staging and failed within its first scrapes in production).
             e["production"] = r["production_verdict"]
             e["false_positive"] = r["production_verdict"] == "false_positive"
+        if r["data_gone"]:
+            e["data_gone"] = True   # a right refusal: the data is no longer on the page
         if r["outcome"] == "staged":
             e["outcome"] = "declined"
             e["staged"] = True
@@ -96,23 +101,38 @@ def last_diff(conn: apsw.Connection, name: str) -> dict | None:
 
 
 def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
-    """Fix success rate (promoted / attempts that spent budget) and median recovery time (first failure -> promoted).
+    """Fix success rate (as `healerctl stats` defines it, healerd.core.stats) and median recovery time
+    (first failure -> promoted), over the whole history of the sources registered now.
 
     Counted in SQL: the fleet's status asks for this on every answer, and the history only grows."""
+    from healerd.core.stats import JUDGED, WORKED, fix_success_rate
+
     where, params = "", []
     if name:
         where, params = "WHERE source_name = ?", [name]
     counted = ", ".join(repr(o) for o in COUNTED_OUTCOMES)
+    failed = ", ".join(repr(o) for o in FAILED_OUTCOMES)
+    worked = ", ".join(repr(v) for v in WORKED)
+    judged = ", ".join(repr(v) for v in JUDGED)
     counts = conn.execute(
-        f"SELECT count(*) FILTER (WHERE outcome IN ({counted})), count(*) FILTER (WHERE outcome = 'promoted') "
+        f"SELECT count(*) FILTER (WHERE outcome IN ({counted})), count(*) FILTER (WHERE outcome = 'promoted'), "
+        f"count(*) FILTER (WHERE outcome = 'promoted' AND production_verdict IN ({worked})), "
+        f"count(*) FILTER (WHERE outcome = 'promoted' AND production_verdict = 'false_positive'), "
+        f"count(*) FILTER (WHERE outcome IN ({failed}) AND NOT data_gone), "
+        f"count(*) FILTER (WHERE outcome IN ({failed}) AND data_gone), "
+        f"count(*) FILTER (WHERE outcome = 'promoted' AND production_verdict IN ({judged})) "
         f"FROM fix_history {where}", params).fetchall()[0]
-    attempts, promoted = cast(int, counts[0]), cast(int, counts[1])   # count(*) is an integer
+    attempts, promoted, ok, false_pos, failures, gone, judged_n = (cast(int, c) for c in counts)
     recov = [r[0] for r in conn.execute(
         f"SELECT created_at - failure_started_at FROM fix_history {where} {'AND' if where else 'WHERE'} "
         "outcome = 'promoted' AND failure_started_at", params)]
     return {
         "fix_attempts": attempts,
         "fixes_promoted": promoted,
-        "fix_success_rate": round(promoted / attempts, 3) if attempts else None,
+        "fixes_passed": ok,
+        "fixes_on_probation": promoted - judged_n,
+        "failed_attempts": failures + false_pos,
+        "data_gone_refusals": gone,
+        "fix_success_rate": fix_success_rate(ok, failures + false_pos),
         "median_recovery_s": round(statistics.median(recov), 3) if recov else None,
     }

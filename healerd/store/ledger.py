@@ -35,6 +35,7 @@ R = TypeVar("R")
 HALT_KEY = "systemic_halt"
 ITEM_COUNT_MEMORY = 20
 HEALABLE_HTTP = (404, 410)
+FORCED_MARK = "it fails the current page"   # in the audit reason of a forced manual rollback
 
 
 @dataclass
@@ -224,7 +225,7 @@ class Ledger:
     def _judge_probation(self, src: dict, o: ScrapeOutcome, now: float) -> None:
         """A scrape by a version the daemon promoted counts towards its probation; a parser
         failure within it makes it (and the fix that promoted it) a production false positive."""
-        from healerd.core.production import probation_verdict
+        from healerd.core.production import FALSE_POSITIVE, probation_verdict
 
         if o.version is None or o.version != src["current_version"] or o.not_modified:
             return
@@ -234,8 +235,22 @@ class Ledger:
         verdict = probation_verdict(v["probation_scrapes"], o.ok, o.error_type, self.config.doctor.probation)
         if o.ok:
             probation.count_good_scrape(self.conn, o.name, o.version)
+        if verdict == FALSE_POSITIVE:
+            verdict = self._failure_verdict(o)
         if verdict:
             probation.set_verdict(self.conn, o.name, o.version, verdict, now)
+
+    def _failure_verdict(self, o: ScrapeOutcome) -> str:
+        """False positive, or the site changed layout since the version was proved (its page's template
+        signature against the failing page's): a new breakage is not held against the fix."""
+        from healerd.core.htmldiff import template_signature
+        from healerd.core.pagecodec import decompress_page
+        from healerd.core.production import failure_verdict
+
+        proved = probation.get_page(self.conn, o.name, o.version) if o.version is not None else None
+        failing = o.html if o.html is not None else (decompress_page(o.snapshot_z) if o.snapshot_z else None)
+        return failure_verdict(template_signature(proved["html"]) if proved and proved["html"] else None,
+                               template_signature(failing) if failing else None)
 
     def _apply_plan(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> ScrapeOutcome | None:
         """The Validator's plan for a failing production version: the previous version comes
@@ -374,13 +389,18 @@ class Ledger:
                           (now + self._jittered(delay), factor, name))
 
         state = self.model(name).state
+        forced = self._forced_rollback(name, src) if self._healable(o) and o.version == src["current_version"] else None
         if state == ACTIVE:
             self.fire(name, "fail", f"{o.error_type}: {message}")
             state = DEGRADED
             said = f"{o.error_type}: {message}"
-            if not breakers.has_good_past(src["success_count"]):
+            if forced:
+                said = (f"version {o.version}, rolled back to by a person with --force, fails the page "
+                        f"({said}): not healed; `healerctl rollback {name} --to VERSION` or `healerctl update`")
+            elif not breakers.has_good_past(src["success_count"]):
                 said = f"{breakers.NEVER_SCRAPED} ({said})"
-            fx.alert("DEGRADED", name, said, details={"error_type": o.error_type, "status": o.status},
+            fx.alert("DEGRADED", name, said, details={"error_type": o.error_type, "status": o.status,
+                                                      **({"forced_rollback": True} if forced else {})},
                      state=DEGRADED)
         if o.dns_failure:
             since = src["host_unresolved_since"] or now
@@ -393,7 +413,15 @@ class Ledger:
         else:
             self.conn.execute("UPDATE source_health SET host_unresolved_since = NULL WHERE source_name = ?", (name,))
 
-        if self._healable(o) and state == DEGRADED and not breakers.has_good_past(src["success_count"]):
+        if forced and state == DEGRADED:
+            # The person's rollback, not a site change: healing it would undo their act and spend attempts.
+            self.conn.execute("UPDATE source_health SET deferred_report = ? WHERE source_name = ?",
+                              (json.dumps({"reason": f"version {o.version} was rolled back to by a person with "
+                                                     f"--force and fails the page: it is not healed",
+                                           "last_error": message,
+                                           "options": [f"healerctl rollback {name} --to VERSION",
+                                                       f"healerctl update {name} --blueprint FILE"]}), name))
+        elif self._healable(o) and state == DEGRADED and not breakers.has_good_past(src["success_count"]):
             # Nothing to heal towards: a typo'd URL or a wrong blueprint is a person's to fix.
             self.conn.execute("UPDATE source_health SET deferred_report = ? WHERE source_name = ?",
                               (json.dumps({"reason": breakers.NEVER_SCRAPED, "last_error": message,
@@ -511,8 +539,13 @@ class Ledger:
     def record_fix(self, *, name: str, error_type: str, strategy: str, outcome: str, reason: str,
                    context: dict | None = None, patch: str | None = None, validation: dict | None = None,
                    deployed_to: str | None = None, version: int | None = None, fingerprint: str | None = None,
-                   duration_ms: float | None = None, deferred_report: dict | None = None) -> Effects:
-        """One fix attempt: its fix_history row, the attempt counters, and — when the budget is spent — quarantine."""
+                   duration_ms: float | None = None, deferred_report: dict | None = None,
+                   data_gone: list[str] | None = None) -> Effects:
+        """One fix attempt: its fix_history row, the attempt counters, and — when the budget is spent — quarantine.
+
+        `data_gone`: the fields a refusal showed gone from the page. Such a refusal still uses the attempt
+        budget (trying again cannot bring data back), but it is not a failed fix in the metrics, and its
+        alert says what it found."""
         fx = Effects()
         now = self.clock()
         with self.conn:
@@ -523,7 +556,8 @@ class Ledger:
             fixes.record(self.conn, source_name=name, error_type=error_type, strategy=strategy, outcome=outcome,
                          reason=reason, diagnosis_context=context, patch=patch, validation=validation,
                          deployed_to=deployed_to, version=version, fingerprint=fingerprint, duration_ms=duration_ms,
-                         failure_started_at=h["failing_since"], now=now)
+                         failure_started_at=h["failing_since"], now=now,
+                         data_gone=bool(data_gone) and outcome in breakers.FAILED_OUTCOMES)
             if outcome == "promoted" and version is not None:
                 probation.adopt_verdict(self.conn, name, version, now)
             used = fixes.attempts_in_window(self.conn, name, self.config.doctor.attempt_window, now=now,
@@ -553,12 +587,21 @@ class Ledger:
                 self.conn.execute("UPDATE source_health SET quarantine_until = ?, deferred_report = ?, retry_only = 0 "
                                   "WHERE source_name = ?", (until, json.dumps(report, default=str), name))
                 spent = breakers.spent_phrase(failed, _human_duration(self.config.doctor.attempt_window))
+                if data_gone:
+                    spent = breakers.data_gone_phrase(failed, _human_duration(self.config.doctor.attempt_window),
+                                                      list(data_gone))
                 self.fire(name, "quarantine", f"{spent}; last: {reason}")
                 self.conn.execute("UPDATE task_queue SET state = 'QUARANTINED', completed_at = ? "
                                   "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
                 fx.alert("QUARANTINED", name, f"{spent}; next try {iso(until)}",
                          level="error", details={"deferred_report": report, "quarantine_until": iso(until)},
                          state=QUARANTINED)
+            elif outcome in breakers.FAILED_OUTCOMES and data_gone:
+                fx.alert("HEAL_FAILED", name, f"refused ({strategy}): the data for {', '.join(data_gone)} is gone "
+                                              f"from the page; {failed} of {budget} attempts allowed in the window "
+                                              f"are used: {reason}",
+                         details={"strategy": strategy, "attempt": failed, "budget": budget,
+                                  "data_gone": list(data_gone)}, state=state)
             elif outcome in breakers.FAILED_OUTCOMES:
                 fx.alert("HEAL_FAILED", name, f"fix attempt failed ({strategy}); {failed} of {budget} failed "
                                               f"attempts allowed in the window are spent: {reason}",
@@ -637,26 +680,57 @@ class Ledger:
     def reject_version(self, name: str, version: int, reason: str, validation: dict | None = None) -> None:
         versions.reject(self.conn, name, version, reason, validation)
 
-    def rollback(self, name: str, to: int | None = None) -> Effects:
-        with self.conn:
-            sources.get(self.conn, name)
+    def rollback_target(self, name: str, to: int | None = None) -> int:
+        """The version `healerctl rollback` would re-promote (default: the newest archived one); raises
+        VersionNotFound when there is none or it is not archived."""
+        sources.get(self.conn, name)
+        if to is None:
+            to = versions.latest_archived(self.conn, name)
             if to is None:
-                to = versions.latest_archived(self.conn, name)
-                if to is None:
-                    raise versions.VersionNotFound(f"source {name!r} has no archived parser version to roll back to")
+                raise versions.VersionNotFound(f"source {name!r} has no archived parser version to roll back to")
+        v = versions.get(self.conn, name, to)
+        if v["status"] not in ("archived", "production"):
+            raise versions.VersionNotFound(
+                f"version {to} of {name!r} is {v['status']}; only archived versions can be re-promoted "
+                f"(use `healerctl approve` for staged ones)")
+        return to
+
+    def rollback(self, name: str, to: int | None = None, fails: str | None = None) -> Effects:
+        """A person's rollback: no fix attempt, no fix row; audited as `manual_rollback`. `fails`: why the
+        version fails the current page, when the person forced it anyway (its failures are then the
+        rollback's: not healed, see `_record_failure`)."""
+        with self.conn:
+            to = self.rollback_target(name, to)
             v = versions.get(self.conn, name, to)
-            if v["status"] not in ("archived", "production"):
-                raise versions.VersionNotFound(
-                    f"version {to} of {name!r} is {v['status']}; only archived versions can be re-promoted "
-                    f"(use `healerctl approve` for staged ones)")
             url = json.loads(v["body"]).get("url")
             current = sources.get(self.conn, name)["current_version"]
             fx = self.promote(name, to, url=url if url and url != sources.get(self.conn, name)["url"] else None,
                               by=versions.PERSON)
+            reason = f"rolled back by a person from version {current} to version {to}"
+            if fails:
+                reason += f" with --force: {FORCED_MARK} ({fails})"
             # Recorded for `history` (a version event) and the audit trail.
-            sources.audit(self.conn, name, "rollback", f"rolled back from version {current} to version {to}",
-                          self.clock())
+            sources.audit(self.conn, name, "manual_rollback", reason, self.clock())
+            if fails:
+                self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
+                                  "error_message = 'a person rolled back the parser' "
+                                  "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (self.clock(), name))
         return fx
+
+    def _forced_rollback(self, name: str, src: dict) -> str | None:
+        """The audit reason when the production version is there by a person's forced rollback (and
+        nothing changed production since), else None."""
+        ev = row(self.conn, "SELECT trigger, reason, at FROM source_events WHERE source_name = ? AND trigger IN "
+                            "('manual_rollback', 'rollback', 'merge', 'update', 'register') ORDER BY id DESC LIMIT 1",
+                 (name,))
+        if ev is None or ev["trigger"] != "manual_rollback" or FORCED_MARK not in ev["reason"]:
+            return None
+        v = probation.version_row(self.conn, name, src["current_version"])
+        promoted_at = scalar(self.conn, "SELECT promoted_at FROM parser_versions WHERE source_name = ? AND version = ?",
+                             (name, src["current_version"]))
+        if v is None or v["promoted_by"] != versions.PERSON or promoted_at is None or promoted_at > ev["at"]:
+            return None
+        return str(ev["reason"])
 
     def approve(self, name: str, version: int) -> Effects:
         with self.conn:

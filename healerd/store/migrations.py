@@ -16,7 +16,7 @@ import apsw
 
 from healerd.core.errors import HealerdError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 
 def _columns(conn: apsw.Connection, table: str) -> set[str]:
@@ -49,9 +49,21 @@ def _v2_to_v3(conn: apsw.Connection) -> None:
     reader reads every row the first time and only the sources noted since after that."""
 
 
+def _v3_to_v4(conn: apsw.Connection) -> None:
+    """Version 4 is another change's number (a step of its own where it is merged); nothing here."""
+
+
+def _v4_to_v5(conn: apsw.Connection) -> None:
+    """fix_history.data_gone: a refusal that showed the field's data gone from the page, counted
+    apart from failed attempts in the fleet's metrics. Earlier refusals stay failures (0): the
+    pages they judged are not all kept to judge them again."""
+    if "data_gone" not in _columns(conn, "fix_history"):
+        conn.execute("ALTER TABLE fix_history ADD COLUMN data_gone INTEGER NOT NULL DEFAULT 0")
+
+
 # STEPS[n]: from version n to n+1. Version 0 is an empty database (the schema
 # creates everything).
-STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 class SchemaTooNew(RuntimeError, HealerdError):

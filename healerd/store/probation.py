@@ -127,13 +127,14 @@ def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
     from healerd.store.sources import audit_entries
 
     out = []
-    events = audit_entries(conn, name, ("rollback", "merge"))   # since the newest registration
+    events = audit_entries(conn, name, ("rollback", "manual_rollback", "merge"))   # since the newest registration
     for ev in events:
         promoted = row(conn, "SELECT version, origin, status FROM parser_versions WHERE source_name = ? "
                              "AND promoted_at <= ? ORDER BY promoted_at DESC, version DESC LIMIT 1", (name, ev["at"]))
         if promoted is None:
             continue
         out.append({"kind": "version", "at": iso(ev["at"]), "_t": ev["at"], "version": promoted["version"],
-                    "origin": promoted["origin"], "status": promoted["status"], "event": ev["trigger"],
-                    "note": ev["reason"]})
+                    "origin": promoted["origin"], "status": promoted["status"],
+                    "event": "rollback" if ev["trigger"] == "manual_rollback" else ev["trigger"],
+                    "by": "person" if ev["trigger"] == "manual_rollback" else "daemon", "note": ev["reason"]})
     return out

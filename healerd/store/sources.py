@@ -12,7 +12,7 @@ from healerd.core.blueprint import Blueprint
 from healerd.core.errors import HealerdError, Refusal
 from healerd.core.timeutil import iso
 from healerd.store.db import row, rows
-from healerd.store.fixes import COUNTED_OUTCOMES
+from healerd.store.fixes import FAILED_OUTCOMES
 from healerd.store.lifecycle import ACTIVE
 
 
@@ -155,12 +155,13 @@ def update_blueprint(conn: apsw.Connection, name: str, bp: Blueprint, now: float
 
 
 _ISO = "strftime('%Y-%m-%dT%H:%M:%SZ', {col}, 'unixepoch')"
-# Fix attempts that spent budget in the 24 hours before the bound parameter (now), and not
-# before an unquarantine (attempts_since): counted when asked, so old attempts age out.
+# Fix attempts that spent budget (the failed ones: a promotion or a candidate held for a person
+# spends none) in the 24 hours before the bound parameter (now), and not before an unquarantine
+# (attempts_since): counted when asked, so old attempts age out.
 ATTEMPTS_24H_SQL = (
     "(SELECT count(*) FROM fix_history f WHERE f.source_name = s.name "
     "AND f.created_at > max(?1 - 86400.0, COALESCE(h.attempts_since, 0)) "
-    f"AND f.outcome IN ({', '.join(repr(o) for o in COUNTED_OUTCOMES)}))"
+    f"AND f.outcome IN ({', '.join(repr(o) for o in FAILED_OUTCOMES)}))"
 )
 STATUS_KEYS = ("name", "url", "state", "version", "last_success_at", "last_failure_at", "failure_count",
                 "fix_attempts_24h", "quarantine_until", "paused", "next_run_at", "last_error")

@@ -121,8 +121,16 @@ def reject_orphans(conn: apsw.Connection) -> list[tuple[str, int]]:
 
 
 def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
+    """Versions for `healerctl history`. A version the Doctor made by following a moved page shows the
+    origin `relocate` (it is stored as `builtin`: the built-in route made it, and the table's origins
+    are fixed), so a person sees what happened rather than a selector repair."""
+    from healerd.core.routing import RELOCATED_NOTE
+
     out = []
     for r in rows(conn, "SELECT * FROM parser_versions WHERE source_name = ?", (name,)):
+        origin = r["origin"]
+        if origin == "builtin" and (r["note"] or "").startswith(RELOCATED_NOTE):
+            origin = "relocate"
         out.append({"kind": "version", "at": iso(r["created_at"]), "_t": r["created_at"],
-                    "version": r["version"], "origin": r["origin"], "status": r["status"], "note": r["note"]})
+                    "version": r["version"], "origin": origin, "status": r["status"], "note": r["note"]})
     return out
