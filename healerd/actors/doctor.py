@@ -27,6 +27,7 @@ from healerd.config import Config
 from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.drift import page_drift
 from healerd.core.extract import PageTooLarge
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
 from healerd.core.routing import (
@@ -260,7 +261,12 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status or 200)
-        if result.passed:
+        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        if drift:
+            ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
+                                result.report())
+            ctx.validation_errors = [drift]
+        elif result.passed:
             ctx = self._context(name, src, bp, version, good, html, None, "", [], result.report())
         else:
             ctx = self._context(name, src, bp, version, good, html, result.error_type, "; ".join(result.errors[:5]),
@@ -301,7 +307,11 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status)
-        if result.passed:
+        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        if drift:
+            ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
+                                result.report())
+        elif result.passed:
             ctx = self._context(name, src, bp, version, good, html, None, "", [], result.report())
         else:
             ctx = self._context(name, src, bp, version, good, html, result.error_type, "; ".join(result.errors[:5]),
@@ -646,3 +656,16 @@ def ctx_status(ctx: DiagnosisContext) -> int | None:
         if ctx.actual_output.get("permanent_redirect"):
             return 301
     return None
+
+
+def _drift(bp: Blueprint, good: dict | None, html: str, data) -> str | None:
+    """The Validator's drift check on the page the Doctor diagnoses: a page that passes validation
+    but whose records left the last good ones' place is not "nothing to heal"."""
+    if not good:
+        return None
+    try:
+        reason = page_drift(bp, good.get("html"), good.get("records"), html, data)
+    except Exception:
+        log.exception("drift check failed")
+        return None
+    return f"drift: {reason}" if reason else None
