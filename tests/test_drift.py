@@ -108,3 +108,14 @@ def test_a_placeholder_is_suspected_from_the_validators_sample():
     assert placeholder_suspect(hidden, sample)
     assert not placeholder_suspect([{"name": "N/A", "score": 31}], sample)   # a text field may say N/A
     assert not placeholder_suspect(hidden, None)
+
+
+def test_a_block_of_copies_picked_up_by_the_items_selector_is_drift():
+    """A "related" list after the real one, with the same row markup: the records repeat."""
+    related = table().replace("</table>", "</table><aside class='related'><table class='stats'>"
+                              "<tr class='player'><td class='name'>Ada</td><td class='score'>31</td></tr>"
+                              "</table></aside>")
+    bpd = dict(TABLE_BP, items="table.stats tr.player")
+    passed, why = judged(bpd, table(), related.replace(">24<", ">25<"))
+    assert passed
+    assert why == "1 of 6 records repeat another record exactly: the items selector also picks up a block of copies"

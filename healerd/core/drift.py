@@ -140,6 +140,7 @@ def locus_signature(tree: LexborHTMLParser, blueprint: Blueprint, items: list[Le
             parts.add("class " + ".".join(sorted(_DIGITS.sub("0", c) for c in (cls or "").split())))
         for node in nodes[:_SAMPLE_HEAD] + nodes[max(_SAMPLE_HEAD, len(nodes) - _SAMPLE_TAIL):]:
             parts.add("item " + item_shape(node))
+            parts.add("under " + _path(node.parent, counted=0)[-200:])   # a block of copies elsewhere
         if nodes:
             parent = nodes[0].parent
             parts.add("in " + (_token(parent) if parent is not None else ""))
@@ -410,6 +411,28 @@ def split_record(blueprint: Blueprint, before: LexborHTMLParser, after: LexborHT
     return None
 
 
+def copies(new: Any, old: Any, names: list[str]) -> str | None:
+    """Records that repeat other records of the scrape exactly, where the last good ones never did:
+    the items selector also picks up a block of copies (a "related" or "recommended" list)."""
+    def key(r: dict) -> tuple:
+        return tuple(_norm(r.get(n)) for n in names)
+
+    old_keys = [key(r) for r in _rows(old)]
+    if len(set(old_keys)) != len(old_keys):
+        return None
+    seen: set[tuple] = set()
+    repeated = 0
+    for r in _rows(new):
+        k = key(r)
+        if any(v is not None for v in k):
+            repeated += k in seen
+            seen.add(k)
+    if not repeated:
+        return None
+    return (f"{repeated} of {len(_rows(new))} records repeat another record exactly: the items selector also "
+            f"picks up a block of copies")
+
+
 def left_behind(blueprint: Blueprint, after: LexborHTMLParser, new: Any, old: Any, names: list[str]) -> str | None:
     """Most of the last good text values are still on the page, but no longer under the selectors."""
     texts = [n for n in names if blueprint.fields[n].type == "str" and blueprint.fields[n].attr is None]
@@ -460,7 +483,8 @@ def drift_reason(blueprint: Blueprint, before_html: str, old_records: Any, after
     names = [n for n, f in blueprint.fields.items() if f.css is not None]
     if _same_records(new_data, old_records, names):
         return None
-    why = shifted_column(new_data, old_records, names) or placeholder(new_data, old_records, names)
+    why = (shifted_column(new_data, old_records, names) or placeholder(new_data, old_records, names)
+           or copies(new_data, old_records, names))
     if why:
         return why
     before, after = parse_html(before_html or ""), parse_html(after_html or "")
