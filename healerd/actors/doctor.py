@@ -36,6 +36,7 @@ from healerd.core.routing import (
     SELECTORS,
     broken_selectors,
     deferred_report,
+    proposal,
     recovery_context,
     relocation_candidates,
     resembles_last_good,
@@ -69,6 +70,7 @@ class Doctor(ServiceActor):
         self._episode_start: float | None = None
         self._failed_fields: list[str] = []
         self._deployed = 0   # candidates staged by the Deployer in the current attempt
+        self._best_guess: tuple[Blueprint, str] | None = None   # a refusal's best guess (_stage_best_guess)
         self._page_html: str | None = None   # the page candidates are made for (sent with each Deploy)
 
     def handle(self, message):
@@ -216,7 +218,8 @@ class Doctor(ServiceActor):
                                             "reason": p["reason"]} for p in previous] +
                                           [{"at": iso(time.time()), "strategy": strategy, "outcome": final, "reason": reason}],
                                  tried=tried, missing_fields=missing, staged_versions=staged,
-                                 external_configured=bool(self.config.healer.url))
+                                 external_configured=bool(self.config.healer.url),
+                                 proposal=(outcome or {}).get("proposal"))
         self.registry.write(Ledger.record_fix, name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
                             reason=reason, context=diag, patch=(outcome or {}).get("patch"),
                             validation=(outcome or {}).get("validation"),
@@ -355,6 +358,29 @@ class Doctor(ServiceActor):
                    (name, candidate.to_json(), since or 0.0, versions.INTERRUPTED, len(UNFETCHED),
                     UNFETCHED)) is not None
 
+    def _stage_best_guess(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
+        """Nothing healed: the built-in healer's best guess of an ambiguous refusal, if it made one, is
+        staged (confidence 0: the judge never promotes it) for a person to approve in one command."""
+        if self._best_guess is None:
+            return None
+        candidate, refusal = self._best_guess
+        self._best_guess = None
+        if self._already_rejected(ctx.source_name, candidate, self._episode_start):
+            return None
+        res = self._deploy(ctx.source_name, candidate, "builtin", f"best guess of a refusal: {refusal}"[:500], 0.0)
+        tried.append(f"builtin: best guess {res['outcome']}: {res['reason']}")
+        if res["outcome"] not in ("staged", "declined") or res.get("version") is None:
+            return None
+        try:
+            would = run_parser_on(candidate, ctx.current_html).data
+        except Exception:
+            would = None
+        shown = proposal(ctx.source_name, res["version"], would, ctx.last_good_records, list(candidate.fields))
+        shown["values"] = [mask_text(v) for v in shown["values"]]
+        return {"outcome": res["outcome"], "strategy": "builtin", "version": res["version"], "proposal": shown,
+                "reason": f"refused ({refusal}); its best guess awaits `{shown['approve']}`",
+                "validation": res.get("validation"), "patch": candidate.to_json()}
+
     def selector_ladder(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
         failed_fields = self._failed_fields
         host = sources.host_of(ctx.url)
@@ -363,6 +389,7 @@ class Doctor(ServiceActor):
         broken = broken_selectors(ctx.blueprint, failed_fields)
         missing: list[str] = []
         last = None
+        self._best_guess = None
         for rung in self.config.doctor.ladder:
             if rung == "memory":
                 got = self._memory_rung(ctx, tried, host=host, diff_sig=diff_sig, tmpl=tmpl, broken=broken)
@@ -381,6 +408,9 @@ class Doctor(ServiceActor):
                 return got
             if got["outcome"] in ("staged", "declined", "paused"):
                 return got   # held for a person, already held, or waiting for the external budget
+        guess = self._stage_best_guess(ctx, tried)
+        if guess is not None:
+            return guess
         if last is not None:
             last = dict(last)
             last["outcome"] = "rejected" if last["outcome"] not in ("error",) else "error"
@@ -450,6 +480,7 @@ class Doctor(ServiceActor):
         result = heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
         if not result.ok:
             tried.append(f"builtin: refused: {result.reason}")
+            self._best_guess = (result.candidate, result.reason) if result.candidate is not None else None
             gone = (result.details or {}).get("missing_fields") or (result.details or {}).get("refused_fields") or []
             missing.extend(f for f in gone if f not in missing)
             return {"outcome": "rejected", "strategy": "builtin", "reason": f"refused: {result.reason}",

@@ -135,9 +135,15 @@ def recovery_context(previous: list[dict]) -> dict:
 
 
 def deferred_report(*, name: str, error_type: str, last_error: str, attempts: list[dict], tried: list[str],
-                    missing_fields: list[str], staged_versions: list[int], external_configured: bool) -> dict:
-    """What a person needs when healing gave up: what was tried, the last error, the options left."""
+                    missing_fields: list[str], staged_versions: list[int], external_configured: bool,
+                    proposal: dict | None = None) -> dict:
+    """What a person needs when healing gave up: what was tried, the last error, the options left.
+    `proposal` (see `proposal`): the healer's best guess, staged, first among the options."""
     options = []
+    if proposal:
+        options.append(f"approve the built-in healer's best guess (it refused: ambiguous), staged as version "
+                       f"{proposal['version']}, if its values below are right: `{proposal['approve']}`")
+        staged_versions = [v for v in staged_versions if v != proposal["version"]]
     if missing_fields:
         options.append(f"the data for {', '.join(missing_fields)} seems gone from the page: update the blueprint "
                        f"(make the field optional with required = false, or point it elsewhere) and re-add it")
@@ -147,7 +153,7 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
         options.append("configure an external healer ([healer] url or CODE_HEALER_URL) for changes the built-in "
                        "healer cannot repair")
     options.append(f"once the page or blueprint is fixed: `healerctl unquarantine {name}`")
-    return {
+    report: dict[str, Any] = {
         "source": name,
         "error_type": error_type,
         "last_error": last_error,
@@ -155,3 +161,27 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
         "tried": tried[-10:],
         "options": options,
     }
+    if proposal:
+        report["proposal"] = proposal
+    return report
+
+
+PROPOSAL_RECORDS = 3   # records of a listing shown beside the last good ones
+
+
+def proposal(name: str, version: int, would: Any, last_good: Any, fields: list[str]) -> dict:
+    """A staged best guess as a person judges it: per field, the value it would extract on the
+    current page beside the last good one (a listing's first PROPOSAL_RECORDS records), and the
+    one command that puts it in production."""
+    def rows(data: Any) -> list:
+        return (data if isinstance(data, list) else [data])[:PROPOSAL_RECORDS] if data else []
+
+    now, good = rows(would), rows(last_good)
+    values = []
+    for i in range(max(len(now), len(good))):
+        a = now[i] if i < len(now) and isinstance(now[i], dict) else {}
+        b = good[i] if i < len(good) and isinstance(good[i], dict) else {}
+        prefix = f"record {i + 1}: " if isinstance(would, list) else ""
+        for f in fields:
+            values.append(f"{prefix}{f}: would extract {a.get(f)!r}, last good {b.get(f)!r}")
+    return {"version": version, "approve": f"healerctl approve {name} {version}", "values": values}
