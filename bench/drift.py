@@ -60,7 +60,11 @@ def fuzz_cases(roots: list[str], n: int, seed: int, modern: bool = False):
         s = seed * 1_000_003 + attempts
         attempts += 1
         base = bases[s % len(bases)]
-        g = heal_fuzz.generate(base, s, modern=modern)
+        try:
+            g = heal_fuzz.generate(base, s, modern=modern)
+        except Exception as exc:   # a generator bug is shown, not hidden
+            print(f"generator error on seed {s}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
         if g is None:
             continue
         made += 1

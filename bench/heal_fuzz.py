@@ -609,11 +609,11 @@ def m_decoy_before(w: Work):
         target = recs[0].parent
     else:
         nodes = w.field_nodes()
-        if not nodes:
+        holder = nodes[0].parent if nodes else None
+        if holder is None or holder.tag in ("body", "html") or holder.parent is None:
             return None
-        block = w.parse_one(f'<section class="recommended"><h3>Recommended</h3>'
-                            f'{clean_copy_html(nodes[0].parent or nodes[0])}</section>')
-        target = nodes[0].parent.parent if nodes[0].parent is not None else None
+        block = w.parse_one(f'<section class="recommended"><h3>Recommended</h3>{clean_copy_html(holder)}</section>')
+        target = holder.parent
     if target is None or target.tag in ("html", "body"):
         return None
     target.insert_before(block)

@@ -394,16 +394,13 @@ def split_record(blueprint: Blueprint, before: LexborHTMLParser, after: LexborHT
         block = _common([was[o] for o in others] + [was[name]])   # the record's block on the last good page
         if block is None or block.tag in ("html", "body") or not _inside(was[name], block):
             continue
-        near = _common([was[o] for o in others])
-        if near is None:
-            continue
-        up = next((i for i, a in enumerate(_chain(near)) if a.mem_id == block.mem_id), None)
         here = _common([now[o] for o in others])
-        if up is None or here is None:
+        if here is None:
             continue
-        chain = _chain(here)
-        holder = chain[min(up, len(chain) - 1)]
-        if holder.tag in ("html", "body"):
+        # the block that holds the other fields now: the nearest ancestor of theirs that looks like
+        # the old block (wrappers may have been added in between); none: nothing to compare
+        holder = next((a for a in _chain(here) if _token(a) == _token(block)), None)
+        if holder is None or holder.tag in ("html", "body"):
             continue
         if not _inside(now[name], holder):
             return (f"{name} is no longer inside the block holding {', '.join(others)} "
