@@ -7,7 +7,7 @@ import pytest
 from driftpages import PLAYERS, POSITIONAL_BP, PRODUCT_BP, TABLE_BP, league, product, table
 
 from healerd.core.blueprint import from_dict
-from healerd.core.drift import PLACEHOLDER, drift_reason, page_drift, page_locus, placeholder_suspect
+from healerd.core.drift import PLACEHOLDER, drift_reason, page_drift, page_locus, placeholder, placeholder_suspect
 from healerd.core.extract import extract
 from healerd.core.validate import last_good_sample, validate
 
@@ -119,3 +119,16 @@ def test_a_block_of_copies_picked_up_by_the_items_selector_is_drift():
     passed, why = judged(bpd, table(), related.replace(">24<", ">25<"))
     assert passed
     assert why == "1 of 6 records repeat another record exactly: the items selector also picks up a block of copies"
+
+
+def test_a_login_wall_in_a_text_field_is_drift_but_a_dash_is_not():
+    bpd = dict(PRODUCT_BP, fields=dict(PRODUCT_BP["fields"], title={"css": ".product .title"}))
+    bp = bp_of(bpd)
+    old = extract(product(), bp).data
+    walled = dict(old, title="Sign in to view")
+    assert drift_reason(bp, product(), old, product(redesign=True), walled) == \
+        "title shows a placeholder 'Sign in to view' where the last good page had a value"
+    assert placeholder_suspect([walled], [old])
+    dashed = dict(old, title="—")   # a text field may say so
+    assert placeholder(dashed, old, list(bp.fields)) is None
+    assert not placeholder_suspect([dashed], [old])

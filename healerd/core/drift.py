@@ -55,7 +55,14 @@ PLACEHOLDER = re.compile(
     r".*\b(?:log\s*in|sign\s*in|sign\s*up|register|subscribe|members?)\b.*\b(?:to|for)\s+"
     r"(?:see|view|show|get|unlock|reveal|pricing|prices?|the price)\b.*|"
     r"(?:see|view|show) (?:price|details) .*|call for (?:price|pricing)|price on request|ask for (?:a )?price|"
-    r"coming soon|hidden|\.\.\.|\u2026)\s*$", re.IGNORECASE)
+    r"members? only|subscribers? only|coming soon|hidden|\.\.\.|\u2026)\s*$", re.IGNORECASE)
+# The placeholders no text says by chance: a wall asking to log in, sign up or subscribe. Judged on
+# any field (a name field saying "Sign in to view" is no name); the others only where a shape was.
+WALL = re.compile(
+    r"^\s*(?:(?:please\s+)?(?:log\s*in|sign\s*in|sign\s*up|register|subscribe)(?:\s+(?:now|first|to continue))?|"
+    r".*\b(?:log\s*in|sign\s*in|sign\s*up|register|subscribe|members?)\b.*\b(?:to|for)\s+"
+    r"(?:see|view|show|get|unlock|reveal|read|pricing|prices?|the price)\b.*|members? only|subscribers? only)\s*$",
+    re.IGNORECASE)
 
 
 def _token(node: LexborNode) -> str:
@@ -217,13 +224,14 @@ def placeholder(new: Any, old: Any, names: list[str]) -> str | None:
             continue
         shapes = Counter(value_shape(v) for v in before)
         shape, n = shapes.most_common(1)[0]
-        if shape not in ("number", "url", "date") or n * 2 < len(before):
-            continue
-        if any(PLACEHOLDER.match(v) for v in before):
+        shaped = shape in ("number", "url", "date") and n * 2 >= len(before)
+        pattern = PLACEHOLDER if shaped else WALL
+        if any(pattern.match(v) for v in before):
             continue   # the site showed placeholders before: one now is nothing new
         for v in _column(new_rows, name):
-            if PLACEHOLDER.match(v) and value_shape(v) != shape:
-                return f"{name} shows a placeholder {v[:40]!r} where the last good page had a {shape}"
+            if pattern.match(v) and (not shaped or value_shape(v) != shape):
+                what = f"a {shape}" if shaped else "a value"
+                return f"{name} shows a placeholder {v[:40]!r} where the last good page had {what}"
     return None
 
 
@@ -512,8 +520,6 @@ def placeholder_suspect(new_data: Any, sample: Any) -> bool:
     rows = _rows(sample)
     if not rows:
         return False
-    judged = [n for n, v in rows[0].items() if _norm(v) is not None and value_shape(v) in ("number", "url", "date")]
-    if not judged:
-        return False
-    return any(PLACEHOLDER.match(v) for r in _rows(new_data) for n in judged
+    judged = {n for n, v in rows[0].items() if _norm(v) is not None and value_shape(v) in ("number", "url", "date")}
+    return any((PLACEHOLDER if n in judged else WALL).match(v) for r in _rows(new_data) for n in rows[0]
                if isinstance(v := r.get(n), str))
