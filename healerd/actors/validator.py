@@ -68,6 +68,9 @@ def drifted(outcome: ScrapeOutcome, reason: str, host: str) -> ScrapeOutcome:
     return outcome
 
 
+FORGOTTEN = -1   # a version no source has: the next page sets the baseline (see Validator._drift)
+
+
 class Validator(ServiceActor):
     def __init__(self, db_path: str, config: Config, registry: ActorRegistry):
         super().__init__(db_path, config, registry)
@@ -164,7 +167,9 @@ class Validator(ServiceActor):
             self._handle(message)
         elif isinstance(message, ForgetHistory):
             self.history.pop(message.name, None)
-            self.loci.pop(message.name, None)
+            # A person's new blueprint: the last good page was another blueprint's, so the next
+            # page is the new one's baseline (as after a promotion), never compared with it.
+            self.loci[message.name] = (FORGOTTEN, "")
         return None
 
     def _handle(self, page: ExtractedPage) -> None:
