@@ -202,6 +202,18 @@ def run_builtin(case: dict, before: str, after: str) -> tuple[bool, Blueprint | 
     return res.ok, res.blueprint, (res.ok and not res.unchanged and bool(res.changed)), res.reason
 
 
+def proposal_verdict(case: dict, before: str, after: str) -> str | None:
+    """A refusal's best guess (HealResult.candidate), judged as a person approving it would see it:
+    "right" when it gives the truth, "wrong" otherwise; None when the refusal carries none."""
+    bp = blueprint_of(case)
+    res = heal(bp, before, extract(before, bp).data, after)
+    if res.ok or res.candidate is None:
+        return None
+    if not case["heal_possible"]:
+        return "wrong"
+    return "right" if matches_expected(extract(after, res.candidate).raw, case["expected_after"], case) else "wrong"
+
+
 def scrapling_runner() -> Callable | None:
     try:
         from scrapling.parser import Selector as ScSelector  # scrapling >= 0.3
@@ -316,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case")
     ap.add_argument("--verbose", action="store_true", help="print extraction vs expected for failing cases")
     ap.add_argument("--speed", action="store_true", help="also time one heal on a generated 1 MB page with 5,000 records")
+    ap.add_argument("--proposals", action="store_true",
+                    help="also count the refusals that carry a best guess to stage for approval, and how many are right")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.corpus):
         print(f"error: {args.corpus} is not a folder", file=sys.stderr)
@@ -339,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         row = {"id": case["id"], "kind": case["kind"], "mkind": mutation_kind(case), "verdict": verdict, "ms": ms,
                "heal_possible": case["heal_possible"], "no_break": bool(case.get("no_break"))}
         rows.append(row)
+        if args.proposals and verdict in ("refused", "refused-correct"):
+            row["proposal"] = proposal_verdict(case, before, after)
         line = f"{case['id'][:66]:<66} {case['kind']:<14} {verdict:<18} {ms:8.1f}"
         if peer:
             t1 = time.perf_counter()
@@ -362,6 +378,14 @@ def main(argv: list[str] | None = None) -> int:
     for line in kind_table(rows):
         print(line)
     result = figures(rows)
+    if args.proposals:
+        staged = [r for r in rows if r.get("proposal")]
+        result["refusals"] = sum(1 for r in rows if r["verdict"] in ("refused", "refused-correct"))
+        result["proposals"] = len(staged)
+        result["proposals_right"] = sum(1 for r in staged if r["proposal"] == "right")
+        result["proposals_on_negatives"] = sum(1 for r in staged if not r["heal_possible"])
+        for r in staged:
+            print(f"proposal {r['proposal']:<6} {r['id']}")
     if args.speed:
         case, before, after = big_page_case()
         out = heal_case(case, before, after)

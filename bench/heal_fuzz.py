@@ -1,6 +1,6 @@
 """Generated redesigns: score the built-in healer on seeded mutations of real pages.
 
-    python bench/heal_fuzz.py CORPUS_DIR [--cases 600] [--seed 1] [--kind SUBSTRING] [--show N]
+    python bench/heal_fuzz.py CORPUS_DIR [--cases 600] [--seed 1] [--kind SUBSTRING] [--show N] [--modern]
 
 From the last good page of each corpus case (any case whose old blueprint works on its
 before.html), each generated case composes one to three of the changes real redesigns
@@ -10,6 +10,13 @@ div grid / definition list, label text changed, sibling reorder, decoy "related"
 "recommended" blocks carrying copies of the values, attribute noise, the records' own
 values changed (the decoys keeping the old ones), whitespace and entity changes — and, for about one case in five, a negative change (one field's data
 removed everywhere: the healer must refuse).
+
+With --modern, the redesigns of modern frontends join the mix: utility-class soups,
+styled-components class hashes, tables rewritten as cards of labelled pairs, values split
+into spans, labels merged into the value's node, a "Recommended" block or a "promoted" row
+with a badge placed before the real data; and, as the other half of the negatives, a
+placeholder ("Log in to see the price", "N/A", ...) where one field's values were. Without
+it the mix (and so every figure for a given seed) is what it was.
 
 The truth is not guessed: before mutating, every record container and field node is
 marked; after mutating, the marked nodes give the expected values; the marks are then
@@ -505,6 +512,166 @@ POSITIVE: dict[str, Callable] = {
 }
 
 
+# ---------------------------------------------------------------------------
+# modern-frontend redesigns (--modern): utility-class soups, styled-components, tables as cards,
+# values split into spans or merged with their labels, decoys and promoted rows before the real
+# data, and (a negative) placeholders where the values were
+# ---------------------------------------------------------------------------
+
+UTILITIES = ["flex", "grid", "items-center", "justify-between", "gap-2", "gap-4", "px-4", "py-2", "p-3", "mt-2",
+             "mb-4", "text-sm", "text-lg", "font-medium", "font-bold", "rounded-lg", "shadow", "border",
+             "bg-white", "text-gray-700", "w-full", "hidden", "md:block", "lg:flex", "truncate", "leading-6"]
+
+
+def m_utility_classes(w: Work):
+    """Every element's classes replaced by a utility-class soup: classes no longer name anything."""
+    n = 0
+    for node in w.tree.css("body *"):
+        if node.tag in ("script", "style"):
+            continue
+        node.attrs["class"] = " ".join(w.rng.sample(UTILITIES, w.rng.randint(2, 6)))
+        n += 1
+    return f"utility classes on {n} elements" if n else None
+
+
+def m_styled_components(w: Work):
+    """styled-components: each class becomes `sc-<hash> <hash>`, hashed per build."""
+    salt = w.rng.random()
+
+    def h(c: str) -> str:
+        d = hashlib.sha1(f"{salt}{c}".encode()).hexdigest()
+        return f"sc-{d[:6]} {''.join(chr(97 + int(x, 16) % 26) for x in d[6:12])}"
+    return f"styled-components classes on {_rename_classes(w, h)} nodes" if w.tree.css("[class]") else None
+
+
+def m_table_to_cards(w: Work):
+    """A table's rows become cards: each cell a labelled pair (the header text beside the value)."""
+    tables = [t for t in w.tree.css("table") if t.css_first(f"[{MARK_FIELD}], [{MARK_RECORD}]") is not None]
+    if not tables:
+        return None
+    for t in tables:
+        heads = [" ".join(th.text().split()) for th in t.css("tr th")]
+        cards = []
+        for tr in t.css("tr"):
+            cells = list(_elements(tr))
+            if all(c.tag == "th" for c in cells):
+                continue
+            pairs = "".join(f'<div class="pair"><span class="k">{heads[i] if i < len(heads) else ""}</span>'
+                            f'{_retag_html(c, "span", "v")}</div>' for i, c in enumerate(cells))
+            attrs = {k: v for k, v in tr.attrs.items() if v is not None}
+            attrs["class"] = ("card " + (attrs.get("class") or "")).strip()
+            a = "".join(f' {k}="{_esc(v)}"' for k, v in attrs.items())
+            cards.append(f"<article{a}>{pairs}</article>")
+        t.replace_with(w.parse_one(f'<div class="cards">{"".join(cards)}</div>'))
+    return f"{len(tables)} table(s) became cards"
+
+
+def m_split_spans(w: Work):
+    """A value split into spans (a price's currency, units and cents): the text reads the same."""
+    import re
+    n = 0
+    for node in w.field_nodes():
+        if node.attrs.get(MARK_FIELD) is None or _first_el(node) is not None:
+            continue
+        text = node.text(deep=True, separator="")
+        parts = [p for p in re.split(r"(\d+)", text) if p]
+        if len(parts) < 2:
+            continue
+        node.inner_html = "".join(f'<span class="p{i}">{_esc(p).replace("<", "&lt;")}</span>'
+                                  for i, p in enumerate(parts))
+        n += 1
+    return f"values split into spans on {n} nodes" if n else None
+
+
+def m_merge_label(w: Work):
+    """A label merged into the value's own node ("Price: $24.00"): the value as the page says it."""
+    names = [n for n, s in w.bp.fields.items() if s.attr is None]
+    if not names:
+        return None
+    name = w.rng.choice(names)
+    nodes = [nd for nd in w.field_nodes(name) if _first_el(nd) is None]
+    if not nodes:
+        return None
+    label = w.rng.choice([name.replace("_", " ").capitalize() + ":", name.upper() + " —"])
+    for nd in nodes:
+        nd.inner_html = f"{_esc(label)} {nd.inner_html or ''}"
+    return f"label merged into {len(nodes)} {name} values"
+
+
+def m_decoy_before(w: Work):
+    """A "recommended" block with look-alike values placed before the real data, in the same markup."""
+    if w.bp.items:
+        recs = w.records()
+        if len(recs) < 2 or recs[0].tag == "tr":
+            return None
+        copy = clean_copy_html(recs[-1])
+        block = w.parse_one(f'<section class="recommended"><h3>Recommended</h3>{copy}</section>')
+        target = recs[0].parent
+    else:
+        nodes = w.field_nodes()
+        holder = nodes[0].parent if nodes else None
+        if holder is None or holder.tag in ("body", "html") or holder.parent is None:
+            return None
+        block = w.parse_one(f'<section class="recommended"><h3>Recommended</h3>{clean_copy_html(holder)}</section>')
+        target = holder.parent
+    if target is None or target.tag in ("html", "body"):
+        return None
+    target.insert_before(block)
+    return "decoy 'Recommended' block before the real data"
+
+
+def m_promoted_row(w: Work):
+    """A "promoted" look-alike row inserted at the top of a table, marked with a badge and a class."""
+    recs = w.records()
+    if len(recs) < 2 or recs[0].tag != "tr":
+        return None
+    import re
+    unmarked = re.sub(rf' (?:{MARK_FIELD}|{MARK_RECORD})="[^"]*"', "", recs[0].html or "")   # a row parses only in a table
+    copy = w.parse_one(f"<table><tbody>{unmarked}</tbody></table>").css_first("tr")
+    if copy is None:
+        return None
+    copy.attrs["class"] = ((copy.attrs.get("class") or "") + " promoted").strip()
+    first = _first_el(copy)
+    html = copy.html or ""
+    if first is not None:
+        html = html.replace(first.html or "", (first.html or "").replace(">", '><span class="badge">Sponsored</span>', 1), 1)
+    recs[0].insert_before(w.parse_one(f"<table><tbody>{html}</tbody></table>").css_first("tr"))
+    return "promoted look-alike row on top"
+
+
+MODERN: dict[str, Callable] = {
+    "utility-classes": m_utility_classes,
+    "styled-components": m_styled_components,
+    "table-to-cards": m_table_to_cards,
+    "split-spans": m_split_spans,
+    "merge-label": m_merge_label,
+    "decoy-before": m_decoy_before,
+    "promoted-row": m_promoted_row,
+}
+
+PLACEHOLDERS = ["Log in to see the price", "Sign in to view", "N/A", "—", "Members only"]
+
+
+def m_placeholder_field(w: Work, old_values: dict):
+    """Negative: one field's values replaced by a placeholder everywhere (the data is gone)."""
+    names = [n for n, s in w.bp.fields.items() if s.required and s.attr is None]
+    w.rng.shuffle(names)
+    text = w.rng.choice(PLACEHOLDERS)
+    for name in names:
+        nodes = w.field_nodes(name)
+        others = [n for n in w.bp.fields if n != name]
+        if not nodes or any(set((nd.attrs.get(MARK_FIELD) or "").split()) & set(others) for nd in nodes):
+            continue
+        for nd in nodes:
+            nd.inner_html = f'<span class="placeholder">{_esc(text)}</span>'
+            del nd.attrs[MARK_FIELD]   # what is left is no value of the field
+        page = " ".join((w.tree.body.text(deep=True, separator=" ") if w.tree.body else "").split())
+        if any(v and v in page for v in old_values.get(name, [])):
+            return None
+        return name
+    return None
+
+
 def m_remove_field(w: Work, old_values: list[str]):
     """Negative: one required field's nodes removed everywhere; only when its old values then appear nowhere."""
     names = [n for n, s in w.bp.fields.items() if s.required]
@@ -552,18 +719,19 @@ def base_cases(root: str, needle: str | None) -> list[tuple[dict, str, Blueprint
     return out
 
 
-def generate(base, seed: int) -> dict | None:
+def generate(base, seed: int, modern: bool = False) -> dict | None:
     case, before, bp, old_raw = base
     rng = random.Random(seed)
     w = Work(before, bp, rng)
     if not mark(w.tree, bp):
         return None
-    kinds = [k for k in POSITIVE]
+    pool = {**POSITIVE, **MODERN} if modern else POSITIVE
+    kinds = [k for k in pool]
     picked = rng.sample(kinds, rng.choice([1, 2, 2, 3]))
     negative = rng.random() < 0.2
     applied = []
     for k in sorted(picked, key=kinds.index):
-        fn = POSITIVE[k]
+        fn = pool[k]
         if fn is None:
             continue
         note = fn(w)
@@ -574,11 +742,18 @@ def generate(base, seed: int) -> dict | None:
     if negative:
         recs = old_raw if isinstance(old_raw, list) else [old_raw]
         values = {n: [r.get(n) for r in recs] for n in bp.fields}
-        removed = m_remove_field(w, values)
-        if removed is None:
-            return None
-        applied.append("remove-field")
-        w.notes.append(f"removed field {removed}")
+        if modern and rng.random() < 0.5:
+            removed = m_placeholder_field(w, values)
+            if removed is None:
+                return None
+            applied.append("placeholder")
+            w.notes.append(f"placeholder instead of field {removed}")
+        else:
+            removed = m_remove_field(w, values)
+            if removed is None:
+                return None
+            applied.append("remove-field")
+            w.notes.append(f"removed field {removed}")
     marked = w.tree.html
     truth = extract(marked, truth_blueprint(bp)).raw
     after = strip_marks(marked)
@@ -615,6 +790,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", help="only base cases whose id contains this")
     ap.add_argument("--show", type=int, default=0, help="print the first N wrong/missed cases with their reason")
     ap.add_argument("--dump", help="write the failing generated cases into this folder (corpus format)")
+    ap.add_argument("--modern", action="store_true",
+                    help="also compose the modern-frontend redesigns (utility classes, styled-components, tables as "
+                         "cards, split values, merged labels, decoys and promoted rows before the data; placeholders "
+                         "as negatives)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.corpus):
         print(f"error: {args.corpus} is not a folder", file=sys.stderr)
@@ -630,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
         attempts += 1
         base = bases[seed % len(bases)]
         try:
-            g = generate(base, seed)
+            g = generate(base, seed, modern=args.modern)
         except Exception as exc:  # a generator bug must be seen, not skipped
             print(f"generator error on seed {seed} ({base[0]['id']}): {type(exc).__name__}: {exc}", file=sys.stderr)
             continue

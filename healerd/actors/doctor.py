@@ -27,6 +27,7 @@ from healerd.config import Config
 from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.drift import page_drift
 from healerd.core.extract import PageTooLarge
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
 from healerd.core.routing import (
@@ -36,6 +37,7 @@ from healerd.core.routing import (
     SELECTORS,
     broken_selectors,
     deferred_report,
+    proposal,
     recovery_context,
     relocation_candidates,
     resembles_last_good,
@@ -75,6 +77,7 @@ class Doctor(ServiceActor):
         self._episode_start: float | None = None
         self._failed_fields: list[str] = []
         self._deployed = 0   # candidates staged by the Deployer in the current attempt
+        self._best_guess: tuple[Blueprint, str] | None = None   # a refusal's best guess (_stage_best_guess)
         self._page_html: str | None = None   # the page candidates are made for (sent with each Deploy)
         self._suggested: Blueprint | None = None   # a refusal's blueprint without the gone fields, for the report
 
@@ -226,7 +229,8 @@ class Doctor(ServiceActor):
                                           [{"at": iso(time.time()), "strategy": strategy, "outcome": final, "reason": reason}],
                                  tried=tried, missing_fields=missing, staged_versions=staged,
                                  external_configured=bool(self.config.healer.url),
-                                 blueprint=self._suggested or ctx.blueprint)
+                                 blueprint=self._suggested or ctx.blueprint,
+                                 proposal=(outcome or {}).get("proposal"))
         self.registry.write(Ledger.record_fix, name=name, error_type=ctx.error_type, strategy=strategy, outcome=final,
                             reason=reason, context=diag, patch=(outcome or {}).get("patch"),
                             validation=(outcome or {}).get("validation"),
@@ -271,7 +275,12 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status or 200)
-        if result.passed:
+        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        if drift:
+            ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
+                                result.report())
+            ctx.validation_errors = [drift]
+        elif result.passed:
             ctx = self._context(name, src, bp, version, good, html, None, "", [], result.report())
         else:
             ctx = self._context(name, src, bp, version, good, html, result.error_type, "; ".join(result.errors[:5]),
@@ -312,7 +321,11 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status)
-        if result.passed:
+        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        if drift:
+            ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
+                                result.report())
+        elif result.passed:
             ctx = self._context(name, src, bp, version, good, html, None, "", [], result.report())
         else:
             ctx = self._context(name, src, bp, version, good, html, result.error_type, "; ".join(result.errors[:5]),
@@ -356,6 +369,29 @@ class Doctor(ServiceActor):
                    (name, candidate.to_json(), since or 0.0, versions.INTERRUPTED, len(UNFETCHED),
                     UNFETCHED)) is not None
 
+    def _stage_best_guess(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
+        """Nothing healed: the built-in healer's best guess of an ambiguous refusal, if it made one, is
+        staged (confidence 0: the judge never promotes it) for a person to approve in one command."""
+        if self._best_guess is None:
+            return None
+        candidate, refusal = self._best_guess
+        self._best_guess = None
+        if self._already_rejected(ctx.source_name, candidate, self._episode_start):
+            return None
+        res = self._deploy(ctx.source_name, candidate, "builtin", f"best guess of a refusal: {refusal}"[:500], 0.0)
+        tried.append(f"builtin: best guess {res['outcome']}: {res['reason']}")
+        if res["outcome"] not in ("staged", "declined") or res.get("version") is None:
+            return None
+        try:
+            would = run_parser_on(candidate, ctx.current_html).data
+        except Exception:
+            would = None
+        shown = proposal(ctx.source_name, res["version"], would, ctx.last_good_records, list(candidate.fields))
+        shown["values"] = [mask_text(v) for v in shown["values"]]
+        return {"outcome": res["outcome"], "strategy": "builtin", "version": res["version"], "proposal": shown,
+                "reason": f"refused ({refusal}); its best guess awaits `{shown['approve']}`",
+                "validation": res.get("validation"), "patch": candidate.to_json()}
+
     def selector_ladder(self, ctx: DiagnosisContext, tried: list[str]) -> dict | None:
         failed_fields = self._failed_fields
         host = sources.host_of(ctx.url)
@@ -364,6 +400,7 @@ class Doctor(ServiceActor):
         broken = broken_selectors(ctx.blueprint, failed_fields)
         missing: list[str] = []
         last = None
+        self._best_guess = None
         for rung in self.config.doctor.ladder:
             if rung == "memory":
                 got = self._memory_rung(ctx, tried, host=host, diff_sig=diff_sig, tmpl=tmpl, broken=broken)
@@ -382,6 +419,9 @@ class Doctor(ServiceActor):
                 return got
             if got["outcome"] in ("staged", "declined", "paused"):
                 return got   # held for a person, already held, or waiting for the external budget
+        guess = self._stage_best_guess(ctx, tried)
+        if guess is not None:
+            return guess
         if last is not None:
             last = dict(last)
             last["outcome"] = "rejected" if last["outcome"] not in ("error",) else "error"
@@ -451,6 +491,7 @@ class Doctor(ServiceActor):
         result = heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
         if not result.ok:
             tried.append(f"builtin: refused: {result.reason}")
+            self._best_guess = (result.candidate, result.reason) if result.candidate is not None else None
             gone = self._data_gone(ctx, result.details)
             missing.extend(f for f in gone if f not in missing)
             if gone:
@@ -705,3 +746,16 @@ def ctx_status(ctx: DiagnosisContext) -> int | None:
         if ctx.actual_output.get("permanent_redirect"):
             return 301
     return None
+
+
+def _drift(bp: Blueprint, good: dict | None, html: str, data) -> str | None:
+    """The Validator's drift check on the page the Doctor diagnoses: a page that passes validation
+    but whose records left the last good ones' place is not "nothing to heal"."""
+    if not good:
+        return None
+    try:
+        reason = page_drift(bp, good.get("html"), good.get("records"), html, data)
+    except Exception:
+        log.exception("drift check failed")
+        return None
+    return f"drift: {reason}" if reason else None

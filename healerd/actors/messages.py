@@ -47,6 +47,7 @@ class ExtractedPage:
     dns_failure: bool = False
     snapshot_z: bytes | None = None   # the page for its snapshot, compressed off the actors' threads (when changed)
     shape_sample: Any = None          # validate.last_good_sample of the extraction, computed with it
+    locus: str | None = None          # drift.locus_signature of a changed page, computed with it
 
     def page_text(self) -> str | None:
         """The page's text: `html`, or when a worker sent the page only compressed, `snapshot_z`

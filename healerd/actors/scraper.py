@@ -171,6 +171,7 @@ class Scraper(ServiceActor):
         page.page_sha = out.page_sha
         page.snapshot_z = out.snapshot_z
         page.shape_sample = out.shape_sample
+        page.locus = out.locus
         if out.too_large:
             page.error_type = errors.TOO_LARGE
             page.error = out.error

@@ -20,7 +20,9 @@ from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
+from healerd.core.drift import drift_reason, page_locus, placeholder_suspect
 from healerd.core.validate import last_good_sample, validate
+from healerd.store import snapshots
 from healerd.store.db import row
 from healerd.store.ledger import ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
 
@@ -56,10 +58,56 @@ def judge(page: ExtractedPage, recent_counts: list[int], last_good) -> ScrapeOut
                          fingerprint=failure_fingerprint(result.error_type, job.host, detail), **base)
 
 
+def drifted(outcome: ScrapeOutcome, reason: str, host: str) -> ScrapeOutcome:
+    """A scrape that passed validation but whose records are not where the last good ones were:
+    a breakage (SCHEMA_MISMATCH with the reason), so no record is stored and the Doctor is called."""
+    outcome.ok = False
+    outcome.error_type = errors.SCHEMA_MISMATCH
+    outcome.error = f"drift: {reason}"
+    outcome.fingerprint = failure_fingerprint(errors.SCHEMA_MISMATCH, host, "drift " + reason.split(":")[0])
+    return outcome
+
+
+FORGOTTEN = -1   # a version no source has: the next page sets the baseline (see Validator._drift)
+
+
 class Validator(ServiceActor):
     def __init__(self, db_path: str, config: Config, registry: ActorRegistry):
         super().__init__(db_path, config, registry)
         self.history: dict[str, tuple[list[int], object]] = {}
+        # Per source: (production version, locus of its last good page) — see healerd.core.drift.
+        self.loci: dict[str, tuple[int | None, str]] = {}
+
+    def _drift(self, page: ExtractedPage, suspect: bool) -> str | None:
+        """Why a passing scrape's records are not where the last good ones were, or None. Only a
+        page whose bytes changed has a locus; only one whose locus changed, or that shows a
+        placeholder where the last good value had a shape (`suspect`), is checked."""
+        job = page.job
+        known = self.loci.get(job.name)
+        if known is not None and known[0] != job.version:
+            # A new production version: the Deployer proved it on the live page, whose structure
+            # becomes its baseline (the last good page was judged by the previous version).
+            self.loci[job.name] = (job.version, page.locus or "")
+            return None
+        good = None
+        if known is None:
+            good = snapshots.get(self.conn, job.name, snapshots.LAST_GOOD)
+            if good is None or not good["html"] or not good["records"]:
+                self.loci[job.name] = (job.version, page.locus or "")
+                return None
+            bp = cached_blueprint(job.blueprint_json)
+            known = self.loci[job.name] = (job.version, page_locus(good["html"], bp))
+        if known[1] == page.locus and not suspect:
+            return None
+        good = good or snapshots.get(self.conn, job.name, snapshots.LAST_GOOD)
+        html = page.page_text()
+        if good is None or not good["html"] or not good["records"] or html is None:
+            return None
+        reason = drift_reason(cached_blueprint(job.blueprint_json), good["html"], good["records"], html,
+                              page.extraction.data)
+        if reason is None:   # this page becomes the last good one
+            self.loci[job.name] = (job.version, page.locus or "")
+        return reason
 
     def _history(self, name: str) -> tuple[list[int], object]:
         h = self.history.get(name)
@@ -119,6 +167,9 @@ class Validator(ServiceActor):
             self._handle(message)
         elif isinstance(message, ForgetHistory):
             self.history.pop(message.name, None)
+            # A person's new blueprint: the last good page was another blueprint's, so the next
+            # page is the new one's baseline (as after a promotion), never compared with it.
+            self.loci[message.name] = (FORGOTTEN, "")
         return None
 
     def _handle(self, page: ExtractedPage) -> None:
@@ -131,6 +182,16 @@ class Validator(ServiceActor):
                     outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
                 except Exception:   # no plan: the failure goes to the Doctor as it would have
                     log.exception("could not try the previous version of %s", job.name)
+            # After the plan: a drifted scrape is healed, never answered by a rollback.
+            if outcome.ok and page.locus is not None and page.extraction is not None:
+                try:
+                    why = self._drift(page, placeholder_suspect(page.extraction.data, last_good))
+                except Exception:   # the check must not turn a good scrape into a crash
+                    log.exception("drift check of %s failed", job.name)
+                    why = None
+                if why:
+                    log.warning("%s: the scrape passed validation but drifted: %s", job.name, why)
+                    outcome = drifted(outcome, why, job.host)
             if outcome.plan is not None:   # the version that comes in passed on this page
                 if outcome.plan["item_count"] is not None:
                     counts = (counts + [outcome.plan["item_count"]])[-ITEM_COUNT_MEMORY:]

@@ -40,7 +40,8 @@ from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, FetchResult
 from healerd.core import errors
 from healerd.core.blueprint import from_json
 from healerd.core.classify import not_html_reason
-from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
+from healerd.core.drift import locus_signature
+from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract, parse_html
 from healerd.core.pagecodec import compress_page
 from healerd.core.validate import last_good_sample
 
@@ -87,6 +88,7 @@ class PageResult:
     too_large: bool = False        # the error is a work bound the page passed (error class TOO_LARGE)
     snapshot_z: bytes | None = None   # the page as stored (healerd.core.pagecodec): only when page_sha != good_sha
     shape_sample: list | None = None  # validate.last_good_sample of the records, kept if they pass
+    locus: str | None = None          # drift.locus_signature of the page: only when page_sha != good_sha
 
 
 def decode(body: bytes, encoding: str) -> str:
@@ -106,13 +108,29 @@ def process_page(job: PageJob, html: str | None = None) -> PageResult:
         # Elements and nesting are bounded before anything parses the page, items before records are built.
         check_page(text, job.limits.max_elements, job.limits.max_depth)
         snapshot = compress_page(text) if sha != job.good_sha else None
-        extraction = extract(text, _blueprint(job.blueprint_json), max_items=job.limits.max_items)
+        bp = _blueprint(job.blueprint_json)
+        tree = parse_html(text)
+        items: list = []
+        extraction = extract(tree, bp, max_items=job.limits.max_items, items_out=items)
     except PageTooLarge as exc:
         return PageResult(page_sha=sha, error=str(exc), too_large=True)
     except Exception as exc:
         return PageResult(page_sha=sha, error=str(getattr(exc, "reason", None) or exc), snapshot_z=snapshot)
     return PageResult(page_sha=sha, extraction=extraction, snapshot_z=snapshot,
-                      shape_sample=last_good_sample(extraction.data))
+                      shape_sample=last_good_sample(extraction.data),
+                      locus=_locus(tree, bp, items, snapshot is not None))
+
+
+def _locus(tree, bp, items: list, changed: bool) -> str | None:
+    """The structure the selectors land on (healerd.core.drift), for a page whose bytes changed:
+    the Validator compares it with the last good page's. None when unchanged or not computable."""
+    if not changed:
+        return None
+    try:
+        return locus_signature(tree, bp, items if bp.items else None)
+    except Exception:   # the trigger must never fail a scrape that extracted
+        log.debug("locus signature failed", exc_info=True)
+        return None
 
 
 @lru_cache(maxsize=1024)

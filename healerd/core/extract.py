@@ -222,14 +222,18 @@ def _record(root: LexborNode | LexborHTMLParser, plan: _Plan) -> tuple[dict, dic
     return data, raw
 
 
-def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint, max_items: int | None = None) -> Extraction:
+def extract(page: str | bytes | LexborHTMLParser, blueprint: Blueprint, max_items: int | None = None,
+            items_out: list | None = None) -> Extraction:
     """Run a selector blueprint on a page (HTML text or an already parsed tree).
 
     With `max_items`, a page whose `items` selector matches more nodes raises PageTooLarge
-    before any record is built."""
+    before any record is built. `items_out`, a list, receives the item nodes (for the drift
+    trigger, healerd.core.drift, which then need not query them again)."""
     tree = page if isinstance(page, LexborHTMLParser) else parse_html(page)
     if blueprint.items:
         nodes = item_nodes(tree, blueprint.items_selectors)
+        if items_out is not None:
+            items_out.extend(nodes)
         if max_items is not None and len(nodes) > max_items:
             raise PageTooLarge(f"the items selector matched {len(nodes)} items, more than max_items "
                                f"({max_items})")

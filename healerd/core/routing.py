@@ -137,7 +137,7 @@ def recovery_context(previous: list[dict]) -> dict:
 
 def deferred_report(*, name: str, error_type: str, last_error: str, attempts: list[dict], tried: list[str],
                     missing_fields: list[str], staged_versions: list[int], external_configured: bool,
-                    blueprint: Blueprint | None = None) -> dict:
+                    blueprint: Blueprint | None = None, proposal: dict | None = None) -> dict:
     """What a person needs when healing gave up: what was tried (oldest first), the last error, and
     the options that fit the cause.
 
@@ -145,10 +145,17 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
     them back and the page will not come back by waiting, so the options are the ones that work: the
     exact `healerctl update` with those fields made optional (the blueprint to save comes with the
     report, `blueprint_toml`), or `healerctl remove`. Otherwise: the staged candidates to review, an
-    external healer when none is configured, and `unquarantine` once the page may have come back."""
+    external healer when none is configured, and `unquarantine` once the page may have come back.
+    `proposal` (see `proposal`): the built-in healer's best guess of an ambiguous refusal, staged, first
+    among the options."""
     from healerd.core.blueprint_toml import to_toml, with_optional
 
-    options = [f"review staged version {v}: `healerctl history {name}`, then `healerctl approve {name} {v}`"
+    options = []
+    if proposal:
+        options.append(f"approve the built-in healer's best guess (it refused: ambiguous), staged as version "
+                       f"{proposal['version']}, if its values below are right: `{proposal['approve']}`")
+        staged_versions = [v for v in staged_versions if v != proposal["version"]]
+    options += [f"review staged version {v}: `healerctl history {name}`, then `healerctl approve {name} {v}`"
                for v in staged_versions]
     report: dict[str, Any] = {}
     if missing_fields:
@@ -170,6 +177,8 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
                            "healer cannot repair")
         options.append(f"fix the blueprint: `healerctl update {name} --blueprint FILE`")
         options.append(f"once the page may have come back: `healerctl unquarantine {name}`")
+    if proposal:
+        report["proposal"] = proposal
     ordered = sorted(attempts, key=lambda a: str(a.get("at") or ""))
     return {
         "source": name,
@@ -181,3 +190,24 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
         **({"data_gone": list(missing_fields)} if missing_fields else {}),
         **report,
     }
+
+
+PROPOSAL_RECORDS = 3   # records of a listing shown beside the last good ones
+
+
+def proposal(name: str, version: int, would: Any, last_good: Any, fields: list[str]) -> dict:
+    """A staged best guess as a person judges it: per field, the value it would extract on the
+    current page beside the last good one (a listing's first PROPOSAL_RECORDS records), and the
+    one command that puts it in production."""
+    def rows(data: Any) -> list:
+        return (data if isinstance(data, list) else [data])[:PROPOSAL_RECORDS] if data else []
+
+    now, good = rows(would), rows(last_good)
+    values = []
+    for i in range(max(len(now), len(good))):
+        a = now[i] if i < len(now) and isinstance(now[i], dict) else {}
+        b = good[i] if i < len(good) and isinstance(good[i], dict) else {}
+        prefix = f"record {i + 1}: " if isinstance(would, list) else ""
+        for f in fields:
+            values.append(f"{prefix}{f}: would extract {a.get(f)!r}, last good {b.get(f)!r}")
+    return {"version": version, "approve": f"healerctl approve {name} {version}", "values": values}

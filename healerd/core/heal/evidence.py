@@ -43,6 +43,10 @@ class HealResult:
     unchanged: bool = False
     confidence: float = 0.0
     details: dict = field(default_factory=dict)
+    # A refusal's best guess: when every field refused was ambiguous (two places alike, or too
+    # little evidence) and each had a likeliest place, the blueprint reading those places, checked
+    # on the page. Never when a field's data is gone. For a person to approve, never to promote.
+    candidate: Blueprint | None = None
 
 
 def copies(page: Page, a: int, b: int, value: str) -> bool:

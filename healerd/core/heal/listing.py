@@ -148,7 +148,9 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     gone = [n for n, (st, _) in decisions.items() if st != "healed" and st != "kept"]
     if gone:
         reason = "cannot heal: " + ", ".join(f"{n} ({decisions[n][1]})" for n in gone)
-        return HealResult(False, None, reason, {}, details=details)
+        return HealResult(False, None, reason, {}, details=details,
+                          candidate=_proposal(bp, after, gone, decisions, details, new_fields, items_css, containers,
+                                              old_raw))
     changed = {n: new_fields[n].css for n in names if new_fields[n].css != bp.fields[n].css}
     if items_css != bp.items:
         changed["items"] = items_css
@@ -503,7 +505,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         if net < max(1, round(0.8 * have)):
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
     if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):
-        return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {}
+        return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {"proposal": css}
     if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
         # a short value found again only in another kind of node (tag) that was another part of the
         # old records (a parameter's name in the parameter list, where the signature's changed)
@@ -511,7 +513,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         foreign = sum(1 for n in found if after.tags[n] != fp.tag and _node_sig(after, n) in kinds[name].foreign)
         if found and foreign * 2 > len(found):
             return "ambiguous", None, (f"short values found only in nodes like another part of the old records "
-                                       f"({css!r}, likeness {sim:.2f})"), {}
+                                       f"({css!r}, likeness {sim:.2f})"), {"proposal": css}
     conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
     return "healed", css, f"finds {h} of {len(containers)} records' values", {
         "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
@@ -702,7 +704,7 @@ def _changed_values_in_containers(after: Page, containers: list[int], spec: Fiel
         return "gone", None, f"values changed; {best.css!r} finds nodes that were another part of the old records", {}
     if runner is not None and best.score - runner.score < MARGIN:
         return "ambiguous", None, (f"values changed; {best.css!r} and {runner.css!r} both give values of the old kind "
-                                   f"({best.score:.2f} vs {runner.score:.2f})"), {}
+                                   f"({best.score:.2f} vs {runner.score:.2f})"), {"proposal": best.css}
     if kind.single:
         # one node per old record, but the winner matches two alike nodes giving different values of
         # the old kind in a record (a price now and a price before): its first match is a coin toss
@@ -712,8 +714,9 @@ def _changed_values_in_containers(after: Page, containers: list[int], spec: Fiel
                     if kind.fits(v)}
             torn += len(vals) > 1
         if torn * 2 > min(len(sample), 12):
-            return "ambiguous", None, (f"values changed; {best.css!r} now finds two nodes with different values "
-                                       f"of the old kind in {torn} of {min(len(sample), 12)} records"), {}
+            why = (f"values changed; {best.css!r} now finds two nodes with different values "
+                   f"of the old kind in {torn} of {min(len(sample), 12)} records")
+            return "ambiguous", None, why, {"proposal": best.css}
     if fp.label and fp.label_kind in STRONG_LABEL_KINDS:
         labels = [after.label(n) for n in best.nodes[:5] if n is not None]
         if labels and all(lb and lb != fp.label for lb in labels):
@@ -805,4 +808,34 @@ def _containers_by_shape(bp: Blueprint, after: Page, cur: list, depth_in_record:
         if not nested and best_score - score < MARGIN:
             return None
     return list(best)
+
+
+def _proposal(bp: Blueprint, after: Page, refused: list[str], decisions: dict, details: dict,
+              new_fields: dict[str, FieldSpec], items_css: str | None, containers: list[int],
+              old_raw: list[dict]) -> Blueprint | None:
+    """The refusal's best guess (HealResult.candidate): only when every refused field was ambiguous
+    with a likeliest selector, the guess gives as many records as there are containers, and for
+    each refused field at least half of the old values again (values merely "of the old kind"
+    may be another field's, or data that is gone: no guess then)."""
+    if any(decisions[n][0] != "ambiguous" or not details.get(n, {}).get("proposal") for n in refused):
+        return None
+    fields = dict(new_fields)
+    for n in refused:
+        spec = bp.fields[n]
+        fields[n] = FieldSpec(n, details[n]["proposal"], spec.type, spec.attr, spec.required)
+    if any(n not in fields for n in bp.fields):
+        return None
+    guess = bp.with_fields({n: fields[n] for n in bp.fields}, items=items_css)
+    try:
+        got = extract(after.tree, guess)
+    except Exception:
+        return None
+    if got.item_count != len(containers) or not isinstance(got.raw, list):
+        return None
+    for n in refused:
+        old = {r.get(n) for r in old_raw if r.get(n)}
+        now = {r.get(n) for r in got.raw if isinstance(r, dict) and r.get(n)}
+        if not old or len(old & now) * 2 < len(old):
+            return None
+    return guess
 

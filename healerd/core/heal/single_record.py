@@ -124,7 +124,9 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     _settle_optional_single(bp, after, decisions, details)
     gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]
     if gone:
-        return _refusal(gone, decisions, details)
+        refusal = _refusal(gone, decisions, details)
+        refusal.candidate = _proposal(bp, after, gone, decisions, details, old_raw, fps)
+        return refusal
 
     new_fields = dict(bp.fields)
     changed: dict[str, str] = {}
@@ -445,7 +447,7 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
                 why = (f"{why}; nor does the record tell them apart (distance to the other fields "
                        f"{best_d:.1f} vs {runner_d:.1f})")
                 decisions[name] = (status, None, why)
-                details[name] = {**details.get(name, {}), "why": why}
+                details[name] = {**details.get(name, {}), "why": why, "proposal_node": best.node}
             continue
         best.kind = "record"
         why = (f"old value found in {len(cands)} place(s); the one where the other fields "
@@ -572,4 +574,38 @@ def _refusal(names: list[str], decisions: dict, details: dict, note: str = "") -
         parts.append(f"{n} ({why})" if why else n)
     reason = ("cannot heal: " + ", ".join(parts)) + (f" [{note}]" if note else "")
     return HealResult(False, None, reason, {}, details=details)
+
+
+def _proposal(bp: Blueprint, after: Page, refused: list[str], decisions: dict, details: dict, old_raw: dict,
+              fps: dict) -> Blueprint | None:
+    """The refusal's best guess (HealResult.candidate): only when every refused field was ambiguous
+    (never gone), each at its likeliest place (the record's distances, else the best-scored place
+    carrying the old value), with a selector lexbor confirms gives that node's value."""
+    if any(decisions[n][0] != "ambiguous" for n in refused):
+        return None
+    root = after.tree.root
+    fields = dict(bp.fields)
+    for name, (status, cand, _why) in decisions.items():
+        spec = bp.fields[name]
+        node = cand.node if status == "healed" and cand is not None else None
+        if name in refused:
+            node = details.get(name, {}).get("proposal_node")
+            if node is None and name in fps and old_raw.get(name):
+                found = _exact_candidates(fps[name], old_raw[name], spec.attr, after, {}, None)
+                node = found[0].node if found else None
+            if node is None:
+                return None
+        if node is None or node == after.index_of(root.css_first(spec.css)):
+            continue
+        css = single_selector(after, node, avoid_attr=spec.attr) or relaxed_first(after, spec.css, node)
+        if css is None:
+            return None
+        fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+    guess = bp.with_fields(fields)
+    got = extract(after.tree, guess).raw
+    for name in refused:
+        node = details.get(name, {}).get("proposal_node")
+        if node is not None and got.get(name) != after.value(node, bp.fields[name].attr):
+            return None
+    return guess if guess.to_json() != bp.to_json() else None
 
