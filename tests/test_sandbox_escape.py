@@ -15,10 +15,10 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 
 import pytest
+from parser_children import adopt_orphans, leftover_parser_children
 
 from healerd.adapters.sandbox import ALLOWED_IMPORTS, ParserRejected, run_parser, run_unchecked
 
@@ -305,24 +305,11 @@ def _accept(srv: socket.socket, hits: list) -> None:
         hits.append(conn)
 
 
-def _leftover_children() -> list[int]:
-    """Processes still running this interpreter as a parser child (`python -I -S -c ...`)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if argv[:3] == [sys.executable.encode(), b"-I", b"-S"]:
-            found.append(int(pid))
-    return found
 
 
 @pytest.fixture(scope="module")
 def arena(tmp_path_factory):
+    adopt_orphans()
     root = tmp_path_factory.mktemp("arena")
     state = root / "state"
     state.mkdir()
@@ -378,7 +365,7 @@ def test_escape_attempt_does_no_harm(name, checked, arena):
     assert arena["tcp_hits"] == [] and arena["unix_hits"] == []
     assert arena["signals"] == []
     assert arena["victim"].poll() is None
-    assert _leftover_children() == []
+    assert leftover_parser_children() == []
     if name.startswith("sys-modules-walk") and checked:
         assert not ok and "computed or missing attribute name" in outcome   # getattr(obj, key): refused
     elif name.startswith("sys-modules-walk"):

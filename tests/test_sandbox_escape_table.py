@@ -19,11 +19,11 @@ import json
 import os
 import re
 import socket
-import sys
 import threading
 
 import pytest
 from conftest import DaemonProc, Site
+from parser_children import adopt_orphans, leftover_parser_children
 
 from healerd.adapters.sandbox import ParserRejected, run_unchecked
 from healerd.control.client import ControlError, call
@@ -246,22 +246,11 @@ def _code(name: str, arena: dict) -> str:
     return shape + HARM + consts
 
 
-def _leftover_children() -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    argv = f.read().split(b"\0")
-            except OSError:
-                continue
-            if argv[:3] == [sys.executable.encode(), b"-I", b"-S"]:
-                found.append(int(pid))
-    return found
 
 
 @pytest.fixture(scope="module")
 def arena(tmp_path_factory):
+    adopt_orphans()
     root = tmp_path_factory.mktemp("escape-table")
     canary = root / "canary.txt"
     canary.write_text(SECRET)
@@ -337,7 +326,7 @@ def test_the_shape_does_no_harm_with_the_static_check_off(name, arena):
     assert not os.path.exists(arena["newfile"]), outcome
     assert not os.path.exists(arena["spawned"]), outcome
     assert arena["hits"] == [], outcome
-    assert _leftover_children() == []
+    assert leftover_parser_children() == []
     # ...and where it was stopped: the kernel (EPERM on each attempt) or the child's own layer.
     assert re.search(evidence, outcome), outcome
     if evidence == HARMED:
