@@ -53,7 +53,11 @@ def test_records_follow_json_prints_a_scrape_made_after_it_started(site, daemon_
 def test_a_price_change_is_one_changed_entry_and_a_healed_redesign_is_no_change(site, daemon_factory, tmp_path):
     rows = [("Ada", 31), ("Bob", 12), ("Cy", 7)]
     site.page("/stats", listing_v1(rows))
-    d = daemon_factory().start()
+    out = tmp_path / "feeds"
+    cfg = FAST_CONFIG + (f'\n[[feeds]]\nkind = "jsonl"\npath = "{out}/changed.jsonl"\nonly_changes = true\n'
+                         f'sources = ["st*"]\n[[feeds]]\nkind = "jsonl"\npath = "{out}/none.jsonl"\n'
+                         'sources = ["other*", "x?"]\n')
+    d = daemon_factory(cfg).start()
     add(d, tmp_path, "stats", site.url("/stats"), {**PRICES_BP, "every": "1h"})
     d.wait_for(lambda: d.ctl_json("records", "stats"), what="the first scrape")
     site.page("/stats", listing_v1([("Ada", 31), ("Bob", 15), ("Cy", 7)]))
@@ -73,6 +77,12 @@ def test_a_price_change_is_one_changed_entry_and_a_healed_redesign_is_no_change(
     assert every[0]["version"] > 1 and every[0]["added"] == every[0]["removed"] == every[0]["changed"] == []
     text = d.ctl("changes", "stats")
     assert text.returncode == 0 and '~ "Bob": score: 12 -> 15' in text.stdout
+    # Feeds: with only_changes, the first scrape (all added) and the price change, not the healed scrape.
+    d.wait_for(lambda: all(f["backlog"] == 0 for f in d.ctl_json("feeds")), what="the feeds caught up")
+    lines = [json.loads(x) for x in (out / "changed.jsonl").read_text().splitlines()]
+    assert [len(x["changes"]["added"]) for x in lines] == [3, 0]
+    assert lines[1]["changes"]["changed"] == newest["changed"] and lines[1]["records"][1] == {"name": "Bob", "score": 15}
+    assert not (out / "none.jsonl").exists(), "a feed whose globs match no source writes nothing"
 
 
 def _webhook_config(url: str, extra: str = "") -> str:

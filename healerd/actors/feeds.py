@@ -34,6 +34,7 @@ log = logging.getLogger("healerd.feeds")
 BATCH = 100            # stored scrapes read at once (a listing's records come along: keep it modest)
 POLL_S = 0.25          # how often an idle feed looks for new scrapes
 FIRST_RETRY_S = 1.0    # the first wait after a failure; doubles up to the feed's retry_max
+RESTART_S = 5.0        # after an unexpected error in a feed's loop (not a delivery failure)
 
 
 def source_matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
@@ -73,10 +74,12 @@ class FeedWorker(threading.Thread):
         self.rng = random.Random()
 
     def run(self) -> None:
-        try:
-            self._serve()
-        except Exception:   # a thread that dies delivers nothing: say so loudly; the daemon replaces the actor
-            log.exception("feed %s stopped delivering", self.feed.name)
+        while not self.stop.is_set():
+            try:
+                self._serve()
+            except Exception:   # e.g. the database unreadable for a moment: start over from the stored cursor
+                log.exception("feed %s: delivery loop failed; starting it again in %.0f s", self.feed.name, RESTART_S)
+                self.stop.wait(RESTART_S)
 
     def _serve(self) -> None:
         feed = self.feed
