@@ -356,3 +356,13 @@ def test_feeds_reference_documents_every_key_with_its_default():
         if f.name == "sources":
             doc = tuple(doc)
         assert doc == getattr(defaults, f.name), f"[[feeds]] {f.name}"
+
+
+def test_the_backlog_is_read_a_bounded_number_of_bytes_at_a_time(led):
+    add(led)
+    for _ in range(5):
+        scrape(led, n=40)
+    got = feeds_store.pending(led.conn, 0, 100, max_bytes=3000)
+    assert 1 <= len(got) < 5 and sum(len(r["data"]) + len(r["body"]) for r in got[:-1]) < 3000
+    assert [r["id"] for r in feeds_store.pending(led.conn, 0, 100)] == ids(led.conn)
+    assert len(feeds_store.pending(led.conn, 0, 100, max_bytes=1)) == 1, "always at least one"

@@ -148,9 +148,11 @@ def delivered_ids(hook):
     return {p["id"] for p in hook.received()}
 
 
-def test_jsonl_feed_one_line_per_scrape_private_and_rotated(site, daemon_factory, tmp_path):
+def test_jsonl_feed_one_line_per_scrape_private_and_rotated(site, daemon_factory, tmp_path, hook):
     out = tmp_path / "feeds"
-    cfg = FAST_CONFIG + f'\n[[feeds]]\nkind = "jsonl"\npath = "{out}/{{source}}.jsonl"\nmax_bytes = 2048\nkeep = 3\n'
+    hook.delay = 60   # a webhook that never answers in time holds up its own feed only
+    cfg = FAST_CONFIG + f'\n[[feeds]]\nkind = "jsonl"\npath = "{out}/{{source}}.jsonl"\nmax_bytes = 2048\nkeep = 3\n' \
+        f'[[feeds]]\nkind = "webhook"\nurl = "{hook.url()}"\ntimeout = "20s"\n'
     site.page("/stats", lambda: listing_v1([("Ada", len(site.hits)), ("Bob", 2)]).encode())
     d = daemon_factory(cfg).start()
     add(d, tmp_path, "stats", site.url("/stats"))
@@ -158,6 +160,7 @@ def test_jsonl_feed_one_line_per_scrape_private_and_rotated(site, daemon_factory
     d.wait_for(lambda: (out / "stats.jsonl.2").exists(), timeout=60, what="two rotations")
     assert d.ctl("pause", "stats").returncode == 0
     d.wait_for(lambda: d.ctl_json("feeds")[0]["backlog"] == 0, what="the backlog written")
+    assert hook.headers and not hook.received(), "the webhook was tried, and is still waiting for its answer"
     d.stop()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     lines = []

@@ -42,12 +42,26 @@ def all_rows(conn: apsw.Connection) -> dict[str, dict]:
     return {r["feed"]: r for r in rows(conn, "SELECT * FROM feed_cursors")}
 
 
-def pending(conn: apsw.Connection, after_id: int, limit: int) -> list[dict]:
-    """The next `limit` stored scrapes after `after_id`, oldest first, with their change sets
-    (`changes` None for a scrape stored before change sets were kept)."""
-    return rows(conn, "SELECT r.id, r.source_name, r.scraped_at, r.version, r.data, c.size, c.body "
-                      "FROM records r LEFT JOIN record_changes c ON c.record_id = r.id "
-                      "WHERE r.id > ? ORDER BY r.id LIMIT ?", (after_id, limit))
+def pending(conn: apsw.Connection, after_id: int, limit: int, max_bytes: int = 8_000_000) -> list[dict]:
+    """The next stored scrapes after `after_id`, oldest first, with their change sets (`body`
+    None for a scrape stored before change sets were kept): at most `limit` of them, and no
+    more once their records and changes pass `max_bytes` (at least one), so a backlog of big
+    listings is read a few at a time."""
+    cur = conn.execute("SELECT r.id, r.source_name, r.scraped_at, r.version, r.data, c.size, c.body "
+                       "FROM records r LEFT JOIN record_changes c ON c.record_id = r.id "
+                       "WHERE r.id > ? ORDER BY r.id LIMIT ?", (after_id, limit))
+    out: list[dict] = []
+    taken = 0
+    try:
+        for rid, source, at, version, data, size, body in cur:
+            out.append({"id": rid, "source_name": source, "scraped_at": at, "version": version, "data": data,
+                        "size": size, "body": body})
+            taken += len(data) + len(body or "")
+            if taken >= max_bytes:
+                break
+    finally:
+        cur.close()
+    return out
 
 
 def payload(r: dict) -> str:
