@@ -103,6 +103,7 @@ def test_one_alert_per_outage_and_one_when_it_ends(led):
     led.feed_progress("hook", 0, 1)   # part of a batch went through: still the same outage
     assert led.feed_failed("hook", "HTTP 503").alerts == []
     led.clock.advance(90)
+    assert led.feed_advanced("hook", 0, 0).alerts == [], "scrapes not for this feed prove nothing"
     done = led.feed_advanced("hook", 0, 1)
     assert [a["event"] for a in done.alerts] == ["RECOVERED"] and "after 90s" in done.alerts[0]["message"]
     assert led.feed_advanced("hook", 0, 1).alerts == []

@@ -786,10 +786,11 @@ class Ledger:
         return feeds_store.sync(self.conn, names, self.clock())
 
     def feed_advanced(self, feed: str, cursor: int, delivered: int) -> Effects:
-        """The feed dealt with every stored scrape up to `cursor`; ends its outage (one RECOVERED)."""
+        """The feed dealt with every stored scrape up to `cursor`; when it delivered some, that ends
+        its outage (one RECOVERED: a batch with nothing for it proves nothing)."""
         fx = Effects()
         now = self.clock()
-        since = feeds_store.advance(self.conn, feed, cursor, delivered, now)
+        since = feeds_store.advance(self.conn, feed, cursor, delivered, now, recovered=delivered > 0)
         if since is not None:
             fx.alert("RECOVERED", None, f"feed {feed} delivers again after {_human_duration(round(now - since))}",
                      level="info", details={"cause": "feed", "feed": feed})
