@@ -87,7 +87,9 @@ class FeedWorker(threading.Thread):
         sink = make_sink(feed, fetch_config(self.config))
         try:
             state = feeds_store.get(conn, feed.name)
-            cursor = state["cursor"] if state else 0
+            if state is None:   # never: the dispatcher keeps a row per configured feed before starting it
+                raise RuntimeError(f"no cursor stored for feed {feed.name}")
+            cursor = state["cursor"]
             attempt = 0
             while not self.stop.is_set():
                 batch = feeds_store.pending(conn, cursor, BATCH)
@@ -139,11 +141,31 @@ class FeedDispatcher(pykka.ThreadingActor):
         self.workers: list[FeedWorker] = []
 
     def on_start(self) -> None:
+        # From a thread of its own: the first write waits for the StoreWriter, which may be refusing
+        # writes for a while (a full disk); the actor itself never blocks, nor dies of it.
+        threading.Thread(target=self._start_feeds, name="healerd-feeds-start", daemon=True).start()
+
+    def _start_feeds(self) -> None:
+        """Keep one cursor per configured feed (and drop those of feeds no longer configured,
+        which would hold records retention back), then start a thread per feed."""
         feeds = self.config.feeds
-        added = self.registry.write(Ledger.sync_feeds, [f.name for f in feeds])
+        attempt = 0
+        while not self.stop_event.is_set():
+            try:
+                added = self.registry.write(Ledger.sync_feeds, [f.name for f in feeds])
+                break
+            except Exception as exc:
+                if attempt == 0:
+                    log.warning("feeds: cannot record the configured feeds yet (%s); retrying", exc)
+                self.stop_event.wait(backoff(attempt, 30.0, random.Random()))
+                attempt += 1
+        else:
+            return
         for name in added:
             log.info("feed %s: new, delivers the scrapes stored from now on", name)
         for feed in feeds:
+            if self.stop_event.is_set():
+                return
             w = FeedWorker(feed, self.db_path, self.config, self.registry, self.stop_event)
             w.start()
             self.workers.append(w)
