@@ -13,7 +13,6 @@ the same data shows no change.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any
@@ -39,8 +38,17 @@ def as_records(data: Any) -> list[Any]:
     return [data]
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a JSON value, equal for equal values whatever the order of an
+    object's keys (scalars stand for themselves: the common case costs nothing)."""
+    if isinstance(value, dict):
+        try:
+            return frozenset(value.items())     # flat records (the usual ones): one C call
+        except TypeError:                       # a value is a list or an object
+            return ("{", frozenset((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("[", tuple(_frozen(v) for v in value))
+    return value
 
 
 def key_of(record: Any, key: Sequence[str]) -> Any:
@@ -59,7 +67,7 @@ def _field_diff(before: Any, after: Any) -> tuple[dict[str, Any], dict[str, Any]
     a: dict[str, Any] = {}
     for name in list(before) + [n for n in after if n not in before]:
         old, new = before.get(name), after.get(name)
-        if _canonical(old) != _canonical(new):
+        if old != new:
             b[name] = old
             a[name] = new
     return b, a
@@ -73,9 +81,20 @@ def change_set(before: Any, after: Any, key: Sequence[str] = ()) -> ChangeSet:
     for added and changed records, of `before` for removed ones."""
     old, new = as_records(before), as_records(after)
     out = empty()
-    def ident(rec: Any) -> str:
-        return _canonical(key_of(rec, key)) if key else _canonical(rec)
-    pending: defaultdict[str, deque[int]] = defaultdict(deque)
+    if not old or not new:
+        out["added"], out["removed"] = list(new), list(old)
+        return out
+    one = key[0] if len(key) == 1 else None
+
+    def ident(rec: Any) -> Any:
+        if not key:
+            return _frozen(rec)
+        if not isinstance(rec, dict):
+            return None
+        if one is not None:
+            return _frozen(rec.get(one))
+        return tuple(_frozen(rec.get(k)) for k in key)
+    pending: defaultdict[Any, deque[int]] = defaultdict(deque)
     for i, rec in enumerate(old):
         pending[ident(rec)].append(i)
     for rec in new:
@@ -84,7 +103,7 @@ def change_set(before: Any, after: Any, key: Sequence[str] = ()) -> ChangeSet:
             out["added"].append(rec)
             continue
         was = old[queue.popleft()]
-        if key and _canonical(was) != _canonical(rec):
+        if key and was != rec:
             b, a = _field_diff(was, rec)
             out["changed"].append({"key": key_of(rec, key), "before": b, "after": a})
     left = sorted(i for queue in pending.values() for i in queue)
