@@ -104,6 +104,9 @@ def test_webhook_outage_and_kill9_lose_nothing_and_keep_order(site, daemon_facto
     assert "HTTP 503" in feeds[0]["last_error"] and feeds[0]["failing_since"]
     status = d.ctl("status")
     assert "hook" in status.stdout and "HTTP 503" in status.stdout
+    listed = d.ctl("feeds")
+    assert listed.returncode == 0 and listed.stdout.split()[:2] == ["FEED", "KIND"] and "HTTP 503" in listed.stdout
+    assert "feed-secret-123456" not in listed.stdout + json.dumps(feeds)
     d.kill9()
     d.start()
     d.wait_for(lambda: hook.refused >= 6, what="the webhook refused after the restart")
