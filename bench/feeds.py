@@ -189,7 +189,9 @@ def run(base: str, n: int, scrapers: int, workers: int | None, feeds: list[dict]
             while one("SELECT min(cursor) FROM feed_cursors") < last and time.time() - start < 300 + n:
                 time.sleep(0.01)
             delivered = time.time() - start
+            total = own_cpu() - cpu0 + sum(process_cpu(pid) - c for pid, c in w0.items())
             out.update(delivered_all_s=delivered, delivered_per_s=done / delivered,
+                       cpu_ms_per_scrape_delivered=total / max(done, 1) * 1000,
                        feed_threads_cpu_ms_per_scrape=(feed_threads_cpu() - feeds0) / max(done, 1) * 1000)
             # The backlog drained: one feed at a time, nothing else running.
             ref = daemon.registry.roles()["feeds"]
@@ -252,7 +254,10 @@ def main() -> None:
           f"{fed['scrapes_per_s']:7.1f} scrapes/s, CPU {fed['cpu_ms_per_scrape']:.2f} ms per scrape")
     print(f"  both feeds had every scrape {fed['delivered_all_s']:.2f} s after the first Tick: "
           f"{fed['delivered_per_s']:.1f} scrapes/s delivered to each, feed threads "
-          f"{fed['feed_threads_cpu_ms_per_scrape']:.2f} ms CPU per scrape (both feeds)")
+          f"{fed['feed_threads_cpu_ms_per_scrape']:.2f} ms CPU per scrape (both feeds); CPU from the first Tick "
+          f"to the last delivery {fed['cpu_ms_per_scrape_delivered']:.2f} ms per scrape, "
+          f"{(fed['cpu_ms_per_scrape_delivered'] / plain['cpu_ms_per_scrape'] - 1) * 100:+.1f} % against the cycle "
+          f"without feeds")
     for kind, d in fed["drain"].items():
         extra = f", receiver got {d['received']}" if d["received"] is not None else ""
         print(f"  backlog drained, {kind:<7} {d['scrapes']:>5} scrapes in {d['wall_s']:6.2f} s: {d['per_s']:7.1f} "

@@ -38,10 +38,11 @@ def test_records_follow_json_prints_a_scrape_made_after_it_started(site, daemon_
     reader = threading.Thread(target=lambda: lines.extend(iter(follow.stdout.readline, "")), daemon=True)
     reader.start()
     try:
-        # The scrape `add` made is older than the follower: only the next one is printed.
+        # The scrape `add` made is older than the follower: only later ones are printed. The follower
+        # may still be starting: scrape until it has printed one.
         site.page("/stats", listing_v1([("Ada", 99), ("Bob", 1)]))
-        d.wait_for(lambda: follow.poll() is None and d.ctl("run", "stats").returncode == 0, what="a scrape")
-        d.wait_for(lambda: lines, timeout=20, what="the follower's line")
+        d.wait_for(lambda: lines or (follow.poll() is None and d.ctl("run", "stats").returncode == 0 and lines),
+                   what="the follower's line")
     finally:
         follow.terminate()
         follow.wait(10)
@@ -111,8 +112,8 @@ def test_webhook_outage_and_kill9_lose_nothing_and_keep_order(site, daemon_facto
     d.start()
     d.wait_for(lambda: hook.refused >= 6, what="the webhook refused after the restart")
     hook.set(200)
-    for n in ("a", "b"):
-        assert d.ctl("pause", n).returncode == 0
+    for n in ("a", "b"):   # paused, then scraped once: a run waits for any scrape of it still in flight
+        assert d.ctl("pause", n).returncode == 0 and d.ctl("run", n).returncode == 0
     d.wait_for(lambda: d.ctl_json("feeds")[0]["backlog"] == 0 and delivered_ids(hook) == stored_ids(d),
                what="the backlog delivered")
     d.stop()
@@ -161,7 +162,7 @@ def test_jsonl_feed_one_line_per_scrape_private_and_rotated(site, daemon_factory
     add(d, tmp_path, "stats", site.url("/stats"))
     path = out / "stats.jsonl"
     d.wait_for(lambda: (out / "stats.jsonl.2").exists(), timeout=60, what="two rotations")
-    assert d.ctl("pause", "stats").returncode == 0
+    assert d.ctl("pause", "stats").returncode == 0 and d.ctl("run", "stats").returncode == 0
     d.wait_for(lambda: d.ctl_json("feeds")[0]["backlog"] == 0, what="the backlog written")
     assert hook.headers and not hook.received(), "the webhook was tried, and is still waiting for its answer"
     d.stop()

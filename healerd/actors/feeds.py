@@ -104,6 +104,8 @@ class FeedWorker(threading.Thread):
                     cursor = batch[-1]["id"]
                     self._write(Ledger.feed_advanced, feed.name, cursor, done)
                     attempt = 0
+                    if len(batch) < BATCH:   # caught up: let the next scrapes gather into one batch
+                        self.stop.wait(POLL_S)
                     continue
                 # Everything below the first scrape not delivered is done (delivered, or not for this feed).
                 cursor = max(cursor, todo[done]["id"] - 1)
