@@ -17,8 +17,9 @@ healerd runs in this process (`healerd.daemon.Daemon`, the real actors and worke
    scrape stored in the cycle.
 3. The backlog drained, one feed at a time: its cursor is put back before the cycle's N
    scrapes and a new FeedDispatcher delivers them with nothing else running: delivered
-   scrapes/s, and the daemon's process CPU per delivered scrape (the feed's thread, the reads,
-   the cursor writes through the StoreWriter). The webhook receiver's count is checked.
+   scrapes/s, and the CPU per delivered scrape: the daemon's process (the reports,
+   the cursor writes through the StoreWriter) and the feeds process's (its start-up, measured
+   apart with nothing to deliver, left out). The webhook receiver's count is checked.
 
 "Feeds' share" compares a delivered scrape's CPU with a scrape's CPU without feeds (target:
 under 10 %). No assertions: the figures depend on the machine and on what else runs on it.
@@ -34,6 +35,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -110,17 +112,35 @@ def own_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def feed_threads_cpu() -> float:
-    import threading
-
+def feeds_process_cpu() -> float:
+    """CPU seconds used so far by this process's feeds processes (`healerd.actors.feeds_process`)."""
     total = 0.0
-    for t in threading.enumerate():
-        if t.ident is not None and t.name.startswith("healerd-feed-"):
-            try:
-                total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
-            except OSError:
-                pass
+    me = str(os.getpid())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = fh.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:
+            continue
+        if ppid == me and b"healerd.actors.feeds_process" in cmd:
+            total += process_cpu(int(pid))
     return total
+
+
+def settled(measure: Callable[[], float], step: float = 0.5, most: float = 15.0) -> float:
+    """`measure()` once it stops growing (a process done starting up)."""
+    last, until = -1.0, time.time() + most
+    while time.time() < until:
+        now = measure()
+        if now > 0 and now == last:
+            break
+        last = now
+        time.sleep(step)
+    return last
 
 
 def run(base: str, n: int, scrapers: int, workers: int | None, feeds: list[dict], hook_pipe=None) -> dict:
@@ -167,9 +187,11 @@ def run(base: str, n: int, scrapers: int, workers: int | None, feeds: list[dict]
         def one(sql: str):
             return reader.execute(sql).fetchall()[0][0]
 
+        if feeds:   # the feeds process has started and is idle
+            settled(feeds_process_cpu)
         worker_pids = daemon.workers.pids() if daemon.workers is not None else []
         w0 = {pid: process_cpu(pid) for pid in worker_pids}
-        cpu0, feeds0 = own_cpu(), feed_threads_cpu()
+        cpu0, feeds0 = own_cpu(), feeds_process_cpu()
         start = next_tick = time.time()
         done = 0
         while done < n and time.time() - start < 120 + n:
@@ -189,14 +211,20 @@ def run(base: str, n: int, scrapers: int, workers: int | None, feeds: list[dict]
             while one("SELECT min(cursor) FROM feed_cursors") < last and time.time() - start < 300 + n:
                 time.sleep(0.01)
             delivered = time.time() - start
-            total = own_cpu() - cpu0 + sum(process_cpu(pid) - c for pid, c in w0.items())
+            fp = feeds_process_cpu() - feeds0
+            total = own_cpu() - cpu0 + sum(process_cpu(pid) - c for pid, c in w0.items()) + fp
             out.update(delivered_all_s=delivered, delivered_per_s=done / delivered,
                        cpu_ms_per_scrape_delivered=total / max(done, 1) * 1000,
-                       feed_threads_cpu_ms_per_scrape=(feed_threads_cpu() - feeds0) / max(done, 1) * 1000)
+                       feeds_process_cpu_ms_per_scrape=fp / max(done, 1) * 1000)
             # The backlog drained: one feed at a time, nothing else running.
             ref = daemon.registry.roles()["feeds"]
             ref.stop()
             first = one("SELECT min(id) FROM records") - 1
+            # What starting the feeds process costs (imports, TLS context), measured with nothing to deliver.
+            ref = FeedDispatcher.start(daemon.db_path, config, daemon.registry)
+            startup = settled(feeds_process_cpu)
+            ref.stop()
+            out["feeds_process_startup_cpu_s"] = startup
             out["drain"] = {}
             for f in config.feeds:
                 w = open_db(daemon.db_path)
@@ -211,7 +239,7 @@ def run(base: str, n: int, scrapers: int, workers: int | None, feeds: list[dict]
                         and time.time() - t0 < 300 + n:
                     time.sleep(0.005)
                 wall_d = time.time() - t0
-                cpu_d = own_cpu() - cpu0
+                cpu_d = own_cpu() - cpu0 + feeds_process_cpu() - startup   # the process's start-up left out
                 ref.stop()
                 got = (hook_count(hook_pipe)["posts"] - posts0) if hook_pipe and f.kind == "webhook" else None
                 out["drain"][f.kind] = {"scrapes": last - first, "wall_s": wall_d,
@@ -253,15 +281,15 @@ def main() -> None:
     print(f"  with 2 feeds       {fed['done']:>5} scrapes ({fed['ok']} passed) in {fed['wall_s']:6.2f} s: "
           f"{fed['scrapes_per_s']:7.1f} scrapes/s, CPU {fed['cpu_ms_per_scrape']:.2f} ms per scrape")
     print(f"  both feeds had every scrape {fed['delivered_all_s']:.2f} s after the first Tick: "
-          f"{fed['delivered_per_s']:.1f} scrapes/s delivered to each, feed threads "
-          f"{fed['feed_threads_cpu_ms_per_scrape']:.2f} ms CPU per scrape (both feeds); CPU from the first Tick "
+          f"{fed['delivered_per_s']:.1f} scrapes/s delivered to each; the feeds process "
+          f"{fed['feeds_process_cpu_ms_per_scrape']:.2f} ms CPU per scrape (both feeds); CPU from the first Tick "
           f"to the last delivery {fed['cpu_ms_per_scrape_delivered']:.2f} ms per scrape, "
           f"{(fed['cpu_ms_per_scrape_delivered'] / plain['cpu_ms_per_scrape'] - 1) * 100:+.1f} % against the cycle "
           f"without feeds")
     for kind, d in fed["drain"].items():
         extra = f", receiver got {d['received']}" if d["received"] is not None else ""
         print(f"  backlog drained, {kind:<7} {d['scrapes']:>5} scrapes in {d['wall_s']:6.2f} s: {d['per_s']:7.1f} "
-              f"scrapes/s, daemon CPU {d['cpu_ms_per_scrape']:.2f} ms per delivered scrape "
+              f"scrapes/s, CPU {d['cpu_ms_per_scrape']:.2f} ms per delivered scrape "
               f"({d['cpu_ms_per_scrape'] / plain['cpu_ms_per_scrape'] * 100:.1f} % of a scrape's){extra}")
     both = sum(d["cpu_ms_per_scrape"] for d in fed["drain"].values())
     change = (fed["scrapes_per_s"] / plain["scrapes_per_s"] - 1) * 100 if plain["scrapes_per_s"] else 0.0

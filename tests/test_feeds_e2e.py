@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import threading
@@ -177,3 +178,40 @@ def test_jsonl_feed_one_line_per_scrape_private_and_rotated(site, daemon_factory
     assert ids == sorted(set(ids)), "one line per scrape, in order"
     stored = [r["id"] for r in d_records(d, "stats")]
     assert ids[-3:] == stored[:3][::-1], "the newest scrapes are the file's last lines"
+
+
+def feeds_processes(parent: int | None = None) -> list[int]:
+    """Pids of feeds processes (of `parent` when given)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if b"healerd.actors.feeds_process" in cmd and (parent is None or ppid == parent):
+            found.append(int(pid))
+    return found
+
+
+def test_the_feeds_process_is_restarted_and_never_outlives_the_daemon(site, daemon_factory, tmp_path):
+    out = tmp_path / "feeds"
+    cfg = FAST_CONFIG + f'\n[[feeds]]\nkind = "jsonl"\nname = "files"\npath = "{out}/all.jsonl"\n'
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    add(d, tmp_path, "stats", site.url("/stats"))
+    first = d.wait_for(lambda: feeds_processes(d.proc.pid), what="the feeds process")[0]
+    os.kill(first, signal.SIGKILL)
+    d.wait_for(lambda: "the feeds process exited" in d.log(), what="the death noticed")
+    second = d.wait_for(lambda: [p for p in feeds_processes(d.proc.pid) if p != first], what="a new feeds process")[0]
+    def count() -> int:
+        return len((out / "all.jsonl").read_text().splitlines()) if (out / "all.jsonl").exists() else 0
+
+    lines = count()
+    d.wait_for(lambda: count() > lines + 1, what="delivery again")
+    d.kill9()
+    d.wait_for(lambda: second not in feeds_processes(), what="the orphaned feeds process to exit")

@@ -1,21 +1,28 @@
 """FeedDispatcher: delivers every stored scrape to the configured feeds ([[feeds]]).
 
-The actor owns one thread per feed, so a slow or failing feed never holds up another. Each
-thread reads, on its own connection, the stored scrapes after its feed's cursor (a batch at a
-time, oldest first: the backlog stays in SQLite, not in memory), hands the ones for its feed
-to the feed's sink (healerd.adapters.feeds), and asks the StoreWriter to advance the cursor
-past what the sink confirmed: at least once, in order. While a feed fails it retries with
-exponential backoff and jitter; the outage raises one alert when it starts and one
-RECOVERED when it ends (Ledger.feed_failed / feed_advanced), not one per retry.
+The delivery runs in a child process of its own (`python -P -m healerd.actors.feeds_process`,
+a fresh interpreter at a lower CPU priority), so it never takes the daemon's GIL from the
+scrapes: its threads, one per feed (a slow or failing feed holds up no other), read the stored
+scrapes after their feed's cursor from SQLite (a batch at a time, oldest first: the backlog
+stays in the database, not in memory), hand them to the feed's sink (healerd.adapters.feeds),
+and report on a pipe how far the sink confirmed. The actor's reader thread turns each report
+into a write by the StoreWriter, the one writer: the cursor moves only past what was
+delivered (at least once, in order). While a feed fails it retries with exponential backoff
+and jitter; the outage raises one alert when it starts and one RECOVERED when it ends
+(Ledger.feed_failed / feed_advanced), not one per retry. A child that dies is started again
+from the stored cursors; one left behind by a killed daemon sees its pipe close and exits.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import json
 import logging
 import random
+import subprocess
+import sys
 import threading
-import time
 from collections.abc import Callable
 
 import pykka
@@ -24,17 +31,22 @@ from healerd.actors.base import fetch_config
 from healerd.actors.messages import Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.adapters.feeds import make_sink
+from healerd.adapters.fetch import FetchConfig
 from healerd.config import Config, FeedSection
+from healerd.core.sanitize import Secret, reveal
 from healerd.store import feeds as feeds_store
 from healerd.store.db import connect
 from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.feeds")
 
-BATCH = 100            # stored scrapes read at once (a listing's records come along: keep it modest)
+BATCH = 100            # stored scrapes read at once (and at most 8 MB of them: feeds_store.pending)
 POLL_S = 0.25          # how often an idle feed looks for new scrapes
 FIRST_RETRY_S = 1.0    # the first wait after a failure; doubles up to the feed's retry_max
-RESTART_S = 5.0        # after an unexpected error in a feed's loop (not a delivery failure)
+RESTART_S = 5.0        # after an unexpected error in a feed's loop, or its process's death
+STOP_S = 2.0           # the child's time to finish at shutdown before it is killed
+
+Report = Callable[[dict], None]
 
 
 def source_matcher(globs: tuple[str, ...]) -> Callable[[str], bool]:
@@ -62,13 +74,14 @@ def backoff(attempt: int, cap: float, rng: random.Random) -> float:
 
 
 class FeedWorker(threading.Thread):
-    def __init__(self, feed: FeedSection, db_path: str, config: Config, registry: ActorRegistry,
-                 stop: threading.Event):
+    """One feed's delivery loop (in the feeds process); `report` sends what it did to the daemon."""
+
+    def __init__(self, feed: FeedSection, db_path: str, fetch: FetchConfig, report: Report, stop: threading.Event):
         super().__init__(name=f"healerd-feed-{feed.name[:40]}", daemon=True)
         self.feed = feed
         self.db_path = db_path
-        self.config = config
-        self.registry = registry
+        self.fetch = fetch
+        self.report = report
         self.stop = stop
         self.wanted = source_matcher(feed.sources)
         self.rng = random.Random()
@@ -83,8 +96,8 @@ class FeedWorker(threading.Thread):
 
     def _serve(self) -> None:
         feed = self.feed
-        conn = connect(self.db_path)
-        sink = make_sink(feed, fetch_config(self.config))
+        conn = connect(self.db_path, readonly=True)
+        sink = make_sink(feed, self.fetch)
         try:
             state = feeds_store.get(conn, feed.name)
             if state is None:   # never: the dispatcher keeps a row per configured feed before starting it
@@ -102,7 +115,7 @@ class FeedWorker(threading.Thread):
                     if todo else (0, None)
                 if error is None:
                     cursor = batch[-1]["id"]
-                    self._write(Ledger.feed_advanced, feed.name, cursor, done)
+                    self.report({"op": "advanced", "feed": feed.name, "cursor": cursor, "delivered": done})
                     attempt = 0
                     if len(batch) < BATCH:   # caught up: let the next scrapes gather into one batch
                         self.stop.wait(POLL_S)
@@ -110,27 +123,60 @@ class FeedWorker(threading.Thread):
                 # Everything below the first scrape not delivered is done (delivered, or not for this feed).
                 cursor = max(cursor, todo[done]["id"] - 1)
                 if done:
-                    self._write(Ledger.feed_progress, feed.name, cursor, done)
+                    self.report({"op": "progress", "feed": feed.name, "cursor": cursor, "delivered": done})
                 if attempt == 0:
                     log.warning("feed %s: %s; retrying with backoff", feed.name, error)
                 else:
                     log.debug("feed %s still failing: %s", feed.name, error)
-                self._write(Ledger.feed_failed, feed.name, error)
+                self.report({"op": "failed", "feed": feed.name, "error": error})
                 self.stop.wait(backoff(attempt, feed.retry_max, self.rng))
                 attempt += 1
         finally:
             sink.close()
             conn.close()
 
-    def _write(self, method, *args) -> None:
-        try:
-            self.registry.write(method, *args)
-        except Exception as exc:   # the cursor stays behind: those scrapes may be delivered twice, never lost
-            log.warning("feed %s: could not record its progress (%s)", self.feed.name, exc)
+def to_wire(feed: FeedSection) -> dict:
+    """A feed as the feeds process is sent it (its secrets revealed: the pipe is the daemon's own)."""
+    d = dataclasses.asdict(feed)
+    d["url"] = reveal(feed.url)
+    d["headers"] = {k: reveal(v) for k, v in feed.headers.items()}
+    return d
+
+
+def from_wire(d: dict) -> FeedSection:
+    return FeedSection(**{**d, "url": Secret(d["url"]), "headers": {k: Secret(v) for k, v in d["headers"].items()},
+                          "sources": tuple(d["sources"])})
+
+
+def child_main() -> None:
+    """The feeds process: one line of set-up on stdin (database, feeds, fetch settings), then a
+    thread per feed until stdin closes (the daemon stopping it, or gone); reports on stdout."""
+    from healerd import logsetup
+
+    setup = json.loads(sys.stdin.readline())
+    logsetup.setup(setup.get("log_level", "INFO"))
+    fetch = FetchConfig(**setup["fetch"])
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def report(msg: dict) -> None:
+        with lock:
+            sys.stdout.write(json.dumps(msg) + "\n")
+            sys.stdout.flush()
+
+    workers = [FeedWorker(from_wire(d), setup["db_path"], fetch, report, stop) for d in setup["feeds"]]
+    for w in workers:
+        w.start()
+    try:
+        sys.stdin.read()
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(timeout=STOP_S)
 
 
 class FeedDispatcher(pykka.ThreadingActor):
-    """Receives only Ping; its feed threads do the work (see the module's docstring)."""
+    """Receives only Ping; the feeds process does the work (see the module's docstring)."""
 
     use_daemon_thread = True
 
@@ -140,16 +186,17 @@ class FeedDispatcher(pykka.ThreadingActor):
         self.config = config
         self.registry = registry
         self.stop_event = threading.Event()
-        self.workers: list[FeedWorker] = []
+        self.proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
 
     def on_start(self) -> None:
         # From a thread of its own: the first write waits for the StoreWriter, which may be refusing
         # writes for a while (a full disk); the actor itself never blocks, nor dies of it.
-        threading.Thread(target=self._start_feeds, name="healerd-feeds-start", daemon=True).start()
+        threading.Thread(target=self._supervise, name="healerd-feeds", daemon=True).start()
 
-    def _start_feeds(self) -> None:
+    def _supervise(self) -> None:
         """Keep one cursor per configured feed (and drop those of feeds no longer configured,
-        which would hold records retention back), then start a thread per feed."""
+        which would hold records retention back), then keep the feeds process running."""
         feeds = self.config.feeds
         attempt = 0
         while not self.stop_event.is_set():
@@ -165,20 +212,63 @@ class FeedDispatcher(pykka.ThreadingActor):
             return
         for name in added:
             log.info("feed %s: new, delivers the scrapes stored from now on", name)
-        for feed in feeds:
+        while feeds and not self.stop_event.is_set():
+            code = self._run_child()
             if self.stop_event.is_set():
                 return
-            w = FeedWorker(feed, self.db_path, self.config, self.registry, self.stop_event)
-            w.start()
-            self.workers.append(w)
+            log.error("the feeds process exited (%s); starting it again in %.0f s from the stored cursors",
+                      code, RESTART_S)
+            self.stop_event.wait(RESTART_S)
+
+    def _run_child(self) -> int | None:
+        setup = {"db_path": self.db_path, "feeds": [to_wire(f) for f in self.config.feeds],
+                 "fetch": dataclasses.asdict(fetch_config(self.config)), "log_level": self.config.daemon.log_level}
+        with self._lock:
+            if self.stop_event.is_set():
+                return None
+            self.proc = proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "healerd.actors.feeds_process"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, close_fds=True, text=True, encoding="utf-8")
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps(setup) + "\n")
+            proc.stdin.flush()
+        except OSError:
+            pass
+        for line in proc.stdout:
+            try:
+                self._record(json.loads(line))
+            except Exception as exc:   # the cursor stays behind: those scrapes may come twice, never lost
+                log.warning("feeds: could not record a delivery report (%s)", exc)
+        return proc.wait()
+
+    def _record(self, msg: dict) -> None:
+        op, feed = msg["op"], msg["feed"]
+        if op == "advanced":
+            self.registry.write(Ledger.feed_advanced, feed, int(msg["cursor"]), int(msg["delivered"]))
+        elif op == "progress":
+            self.registry.write(Ledger.feed_progress, feed, int(msg["cursor"]), int(msg["delivered"]))
+        elif op == "failed":
+            self.registry.write(Ledger.feed_failed, feed, str(msg["error"]))
 
     def on_stop(self) -> None:
-        self.stop_event.set()
-        until = time.monotonic() + 2.0
-        for w in self.workers:   # a POST in flight ends by its own deadline; the threads are daemon threads
-            w.join(timeout=max(0.0, until - time.monotonic()))
+        with self._lock:
+            self.stop_event.set()
+            proc = self.proc
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()   # the feeds process finishes the delivery in hand, then exits
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=STOP_S + 1.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def on_receive(self, message):
         if isinstance(message, Ping):
-            return all(w.is_alive() for w in self.workers)
+            return self.proc is None or self.proc.poll() is None
         return None
