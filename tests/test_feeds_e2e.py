@@ -213,5 +213,9 @@ def test_the_feeds_process_is_restarted_and_never_outlives_the_daemon(site, daem
 
     lines = count()
     d.wait_for(lambda: count() > lines + 1, what="delivery again")
+    # A stop signal to the whole service is the daemon's to handle: the feeds process ignores it.
+    os.kill(second, signal.SIGTERM)
+    assert d.ctl("run", "stats").returncode == 0
+    assert second in feeds_processes(d.proc.pid) and d.log().count("the feeds process exited") == 1
     d.kill9()
     d.wait_for(lambda: second not in feeds_processes(), what="the orphaned feeds process to exit")

@@ -151,8 +151,14 @@ def from_wire(d: dict) -> FeedSection:
 def child_main() -> None:
     """The feeds process: one line of set-up on stdin (database, feeds, fetch settings), then a
     thread per feed until stdin closes (the daemon stopping it, or gone); reports on stdout."""
+    import signal
+
     from healerd import logsetup
 
+    # A stop signal sent to the whole service (systemd's SIGTERM to the cgroup, Ctrl-C's SIGINT to
+    # the process group) is the daemon's to handle: it closes our stdin once it stops the feeds.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     setup = json.loads(sys.stdin.readline())
     logsetup.setup(setup.get("log_level", "INFO"))
     fetch = FetchConfig(**setup["fetch"])
