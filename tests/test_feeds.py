@@ -367,3 +367,16 @@ def test_the_backlog_is_read_a_bounded_number_of_bytes_at_a_time(led):
     assert 1 <= len(got) < 5 and sum(len(r["data"]) + len(r["body"]) for r in got[:-1]) < 3000
     assert [r["id"] for r in feeds_store.pending(led.conn, 0, 100)] == ids(led.conn)
     assert len(feeds_store.pending(led.conn, 0, 100, max_bytes=1)) == 1, "always at least one"
+
+
+def test_a_stopping_feeds_process_sends_no_more_posts():
+    hook = Hook()
+    try:
+        sink = webhook(hook.url())
+        calls = iter([False, False, True])
+        assert sink.deliver([("a", '{"n":1}'), ("a", '{"n":2}'), ("a", '{"n":3}')], lambda: next(calls)) \
+            == (2, "stopped")
+        assert [p["n"] for p in hook.received()] == [1, 2]
+        sink.close()
+    finally:
+        hook.stop()

@@ -111,8 +111,13 @@ class FeedWorker(threading.Thread):
                     continue
                 todo = [r for r in batch if self.wanted(r["source_name"])
                         and (not feed.only_changes or (r["size"] or 0) > 0)]
-                done, error = sink.deliver([(r["source_name"], feeds_store.payload(r)) for r in todo]) \
-                    if todo else (0, None)
+                done, error = sink.deliver([(r["source_name"], feeds_store.payload(r)) for r in todo],
+                                           self.stop.is_set) if todo else (0, None)
+                if self.stop.is_set():   # what was delivered is reported; a daemon gone reads nothing
+                    if done:
+                        self.report({"op": "progress", "feed": feed.name, "cursor": todo[done - 1]["id"],
+                                     "delivered": done})
+                    return
                 if error is None:
                     cursor = batch[-1]["id"]
                     self.report({"op": "advanced", "feed": feed.name, "cursor": cursor, "delivered": done})

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import OrderedDict
+from collections.abc import Callable
 
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
 from healerd.config import FeedSection
@@ -41,8 +42,10 @@ class WebhookSink:
                           max_bytes=ANSWER_LIMIT, user_agent=fetch.user_agent, max_redirects=0)
         self.fetcher = Fetcher(cfg)
 
-    def deliver(self, batch: Batch) -> tuple[int, str | None]:
+    def deliver(self, batch: Batch, stopping: Callable[[], bool] = lambda: False) -> tuple[int, str | None]:
         for i, (_source, text) in enumerate(batch):
+            if stopping():   # the daemon stopped (or died): no more POSTs from this process
+                return i, "stopped"
             try:
                 status, answer = self.fetcher.post(self.url, text.encode("utf-8"), headers=self.headers,
                                                    limit=ANSWER_LIMIT)
@@ -117,7 +120,7 @@ class JsonlSink:
         finally:
             os.close(dfd)
 
-    def deliver(self, batch: Batch) -> tuple[int, str | None]:
+    def deliver(self, batch: Batch, stopping: Callable[[], bool] = lambda: False) -> tuple[int, str | None]:
         started: dict[str, int] = {}     # path -> its size before this batch (to cut a failed batch back)
         path = ""
         try:
