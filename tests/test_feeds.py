@@ -380,3 +380,15 @@ def test_a_stopping_feeds_process_sends_no_more_posts():
         sink.close()
     finally:
         hook.stop()
+
+
+def test_a_delivered_object_carries_no_raw_control_character(led):
+    add(led)
+    evil = "\x1b]0;pwned\x07 \x9b31m \x7f end"
+    scrape(led, n=1, data=[{"name": evil, "price": 1.0}])
+    (r,) = feeds_store.pending(led.conn, 0, 10)
+    text = feeds_store.payload(r)
+    assert not any(c in text for c in "\x1b\x07\x9b\x7f")
+    back = json.loads(text)
+    assert back["records"] == [{"name": evil, "price": 1.0}] and back["changes"]["added"] == back["records"]
+    assert set(back) == {"id", "source", "scraped_at", "version", "records", "changes"}

@@ -219,3 +219,21 @@ def test_the_feeds_process_is_restarted_and_never_outlives_the_daemon(site, daem
     assert second in feeds_processes(d.proc.pid) and d.log().count("the feeds process exited") == 1
     d.kill9()
     d.wait_for(lambda: second not in feeds_processes(), what="the orphaned feeds process to exit")
+
+
+def test_changes_never_reach_the_terminal_raw(site, daemon_factory, tmp_path):
+    from test_terminal_escapes import PAYLOAD, assert_nothing_raw, on_pty
+
+    site.page("/stats", listing_v1([(f"Ada {PAYLOAD}", 31), ("Bob", 12)]))
+    d = daemon_factory().start()
+    add(d, tmp_path, "stats", site.url("/stats"), {**PRICES_BP, "every": "1h"})
+    d.wait_for(lambda: d.ctl_json("records", "stats"), what="the first scrape")
+    site.page("/stats", listing_v1([(f"Ada {PAYLOAD}", 32), ("Bob", 12)]))
+    assert d.ctl_json("run", "stats")["ok"] is True
+    text = on_pty(d, "changes", "stats")
+    assert_nothing_raw(text, "changes")
+    assert b"score: 31 -> 32" in text and b"\\u001b]0;pwned" in text
+    as_json = on_pty(d, "changes", "stats", "--json")
+    assert_nothing_raw(as_json, "changes --json")
+    newest = json.loads(as_json.replace(b"\r\n", b"\n"))[0]["changed"][0]
+    assert newest["key"].startswith("Ada \x1b]0;pwned\x07") and newest["after"] == {"score": 32}

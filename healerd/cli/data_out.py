@@ -4,7 +4,6 @@ feeds section of `status`. Registered on healerctl's group by `register(cli)`; t
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
@@ -13,6 +12,7 @@ import click
 
 from healerd.control.client import DaemonUnreachable, call
 from healerd.control.protocol import ControlError
+from healerd.core.terminal import json_text, visible
 
 FOLLOW_INTERVAL = 0.5
 
@@ -24,13 +24,14 @@ def _h():
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """One value as compact JSON, safe for a terminal (no raw control character from a page)."""
+    return json_text(value, separators=(",", ":"))
 
 
 def _scrape_line(name: str, rec: dict) -> str:
     data = rec.get("data")
     n = len(data) if isinstance(data, list) else (0 if data is None else 1)
-    return f"{rec.get('scraped_at')} {name} v{rec.get('version')}: {n} record(s)"
+    return visible(f"{rec.get('scraped_at')} {name} v{rec.get('version')}: {n} record(s)")
 
 
 def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: str | None) -> None:
@@ -70,12 +71,12 @@ def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: st
 
 
 def _change_lines(c: dict) -> list[str]:
-    lines = [f"{c.get('scraped_at')} v{c.get('version')}: +{len(c['added'])} added, -{len(c['removed'])} removed, "
+    lines = [f"{visible(c.get('scraped_at'))} v{c.get('version')}: +{len(c['added'])} added, -{len(c['removed'])} removed, "
              f"~{len(c['changed'])} changed"]
     lines += [f"  + {_compact(r)}" for r in c["added"]]
     lines += [f"  - {_compact(r)}" for r in c["removed"]]
     for ch in c["changed"]:
-        diffs = ", ".join(f"{k}: {_compact(ch['before'].get(k))} -> {_compact(ch['after'].get(k))}"
+        diffs = ", ".join(f"{visible(k)}: {_compact(ch['before'].get(k))} -> {_compact(ch['after'].get(k))}"
                           for k in ch["after"])
         lines.append(f"  ~ {_compact(ch['key'])}: {diffs}")
     return lines

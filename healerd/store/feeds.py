@@ -9,6 +9,7 @@ feed that is down for days costs disk, never memory.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 
 import apsw
@@ -64,13 +65,19 @@ def pending(conn: apsw.Connection, after_id: int, limit: int, max_bytes: int = 8
     return out
 
 
+_JSON_RAW = re.compile(r"[\x7f-\x9f]")   # DEL and C1: left raw by json.dumps(ensure_ascii=False)
+
+
 def payload(r: dict) -> str:
     """The object a feed delivers for one stored scrape, as JSON text (records and changes are
-    spliced in as stored, not decoded and encoded again)."""
+    spliced in as stored, not decoded and encoded again). DEL and C1 characters from a page are
+    escaped (`\\u009b`: the same JSON value), so whoever tails a JSON Lines feed never gets them raw
+    (C0 characters are escaped by json.dumps already)."""
     head = json.dumps({"id": r["id"], "source": r["source_name"], "scraped_at": iso(r["scraped_at"]),
                        "version": r["version"]}, ensure_ascii=False, separators=(",", ":"))
-    body = r["body"] if r["body"] is not None else 'null'
-    return f'{head[:-1]},"records":{r["data"]},"changes":{body}}}'
+    body = r["body"] if r["body"] is not None else "null"
+    text = f'{head[:-1]},"records":{r["data"]},"changes":{body}}}'
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) if _JSON_RAW.search(text) else text
 
 
 def advance(conn: apsw.Connection, feed: str, cursor: int, delivered: int, now: float,
