@@ -295,3 +295,30 @@ END;
 CREATE TRIGGER IF NOT EXISTS status_fix_removed AFTER DELETE ON fix_history BEGIN
     INSERT INTO status_note (source_name) VALUES (OLD.source_name);
 END;
+
+-- The change set of each stored scrape against the previous stored scrape of its source
+-- (healerd/core/changes.py), written with the records row in the same transaction.
+-- `size` counts the records it names (0: nothing changed); `body` is
+-- {"added": [...], "removed": [...], "changed": [{"key", "before", "after"}]}.
+CREATE TABLE IF NOT EXISTS record_changes (
+    record_id   INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+    source_name TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    body        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS record_changes_by_source ON record_changes(source_name, record_id) WHERE size > 0;
+
+-- One row per configured feed ([[feeds]]): `cursor` is the id of the last records row it has
+-- dealt with (delivered, or not for it); every row above it is still to deliver, in id order.
+-- Records retention never deletes a row above the lowest cursor. Written by the StoreWriter on
+-- behalf of the FeedDispatcher.
+CREATE TABLE IF NOT EXISTS feed_cursors (
+    feed              TEXT PRIMARY KEY,
+    cursor            INTEGER NOT NULL,
+    delivered         INTEGER NOT NULL DEFAULT 0,    -- scrapes delivered (duplicates after a crash included)
+    last_delivered_at REAL,
+    failing_since     REAL,                          -- the outage in progress started then (NULL: none)
+    last_error        TEXT,                          -- masked, one line
+    last_error_at     REAL,
+    updated_at        REAL NOT NULL
+);

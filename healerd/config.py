@@ -116,6 +116,7 @@ class Config:
     healer: HealerSection = field(default_factory=HealerSection)
     alerts: AlertsSection = field(default_factory=AlertsSection)
     browser: BrowserSection = field(default_factory=BrowserSection)
+    feeds: tuple[FeedSection, ...] = ()   # [[feeds]]: where each stored scrape is delivered
 
     def with_env(self) -> Config:
         """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
@@ -195,10 +196,13 @@ def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
 def from_dict(data: dict) -> Config:
     if not isinstance(data, dict):
         raise ConfigError("the configuration must be a TOML table")
-    sections = {}
+    sections: dict[str, Any] = {}
     for name, value in data.items():
+        if name == "feeds":
+            sections["feeds"] = parse_feeds(value)
+            continue
         if name not in _SECTIONS:
-            raise ConfigError(f"[{name}]: unknown section (known: {', '.join(_SECTIONS)})")
+            raise ConfigError(f"[{name}]: unknown section (known: {', '.join(_SECTIONS)}, feeds)")
         if not isinstance(value, dict):
             raise ConfigError(f"[{name}]: expected a table")
         cls = _SECTIONS[name]
@@ -309,3 +313,110 @@ def load(path: str | None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     return from_dict(data).with_env()
+
+
+# -- [[feeds]] -------------------------------------------------------------------------------
+
+FEED_KINDS = ("webhook", "jsonl")
+
+
+@dataclass(frozen=True)
+class FeedSection:
+    """One `[[feeds]]` table: where every stored scrape of the matching sources is delivered,
+    at least once and in order (healerd/actors/feeds.py)."""
+
+    kind: str
+    name: str = ""                        # how status and alerts name it; default "<kind>:<url or path>"
+    url: str = ""                         # webhook: the URL each scrape is POSTed to (a Secret: may hold a token)
+    headers: dict[str, Secret] = field(default_factory=dict)   # webhook: sent to the URL's origin only
+    path: str = ""                        # jsonl: the file; "{source}" in it: one file per source
+    sources: tuple[str, ...] = ("*",)     # shell-style globs of source names
+    only_changes: bool = False            # only scrapes whose change set is not empty
+    max_bytes: int = 64 * 1024 * 1024     # jsonl: the file is rotated before it grows past this
+    keep: int = 5                         # jsonl: rotated files kept (path.1 ... path.N)
+    timeout: float = 10.0                 # webhook: per request (the whole answer within 3x this)
+    retry_max: float = 300.0              # longest wait between two tries while it fails
+
+
+_FEED_KEYS = {f.name for f in fields(FeedSection)}
+
+
+def parse_feeds(value: Any) -> tuple[FeedSection, ...]:
+    """The `[[feeds]]` array of tables, each checked; errors name the feed by its position."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError("[[feeds]]: expected an array of tables ([[feeds]] ... [[feeds]])")
+    out = [_feed(i + 1, t) for i, t in enumerate(value)]
+    names = [f.name for f in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"[[feeds]] name: {twice[0]!r} is used by two feeds; give each its own name")
+    return tuple(out)
+
+
+def _feed(n: int, t: dict) -> FeedSection:
+    where = f"[[feeds]] #{n}"
+    unknown = sorted(set(t) - _FEED_KEYS)
+    if unknown:
+        raise ConfigError(f"{where} {unknown[0]}: unknown key (known: {', '.join(sorted(_FEED_KEYS))})")
+    kind = t.get("kind")
+    if kind not in FEED_KINDS:
+        raise ConfigError(f"{where} kind: expected \"webhook\" or \"jsonl\", got {kind!r}")
+    defaults = FeedSection(kind=kind)
+    kw: dict[str, Any] = {"kind": kind}
+    for key in ("name", "url", "path"):
+        if key in t:
+            if not isinstance(t[key], str):
+                raise ConfigError(f"{where} {key}: expected a string, got {t[key]!r}")
+            kw[key] = t[key].strip()
+    if kind == "webhook":
+        if not _is_http_url(kw.get("url", "")):
+            raise ConfigError(f"{where} url: a webhook feed needs an http:// or https:// URL")
+        if "path" in kw:
+            raise ConfigError(f"{where} path: only for jsonl feeds")
+    else:
+        if not kw.get("path") or not os.path.isabs(kw["path"]):
+            raise ConfigError(f"{where} path: a jsonl feed needs an absolute file path")
+        if "url" in kw or "headers" in t:
+            raise ConfigError(f"{where} {'url' if 'url' in kw else 'headers'}: only for webhook feeds")
+        try:
+            kw["path"].format(source="x")
+        except (KeyError, IndexError, ValueError):
+            raise ConfigError(f"{where} path: the only placeholder is {{source}}") from None
+    headers = t.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise ConfigError(f"{where} headers: expected a table of string names to string values")
+    kw["headers"] = {k: Secret(v) for k, v in headers.items()}
+    globs = t.get("sources", ["*"])
+    if isinstance(globs, str):
+        globs = [globs]
+    if not isinstance(globs, list) or not globs or not all(isinstance(g, str) and g for g in globs):
+        raise ConfigError(f"{where} sources: expected a non-empty list of source-name globs, e.g. [\"*\"]")
+    kw["sources"] = tuple(globs)
+    for key in ("only_changes", "max_bytes", "keep", "timeout", "retry_max"):
+        if key in t:
+            v = t[key]
+            if key in ("timeout", "retry_max"):
+                try:
+                    v = parse_duration(v, f"{where} {key}")
+                except ValueError as exc:
+                    raise ConfigError(str(exc)) from None
+            default = getattr(defaults, key)
+            if isinstance(default, bool) and not isinstance(v, bool):
+                raise ConfigError(f"{where} {key}: expected true or false, got {v!r}")
+            if isinstance(default, int) and not isinstance(default, bool) and (
+                    not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ConfigError(f"{where} {key}: expected a whole number >= 0, got {v!r}")
+            kw[key] = v
+    if kw.get("max_bytes", defaults.max_bytes) < 1024:
+        raise ConfigError(f"{where} max_bytes: at least 1024")
+    for key in ("timeout", "retry_max"):
+        if kw.get(key, 1.0) <= 0:
+            raise ConfigError(f"{where} {key}: must be greater than zero")
+    if not kw.get("name"):
+        kw["name"] = f"{kind}:{kw['url'] if kind == 'webhook' else kw['path']}"
+    if kind == "webhook":
+        from healerd.core.sanitize import mask_url
+
+        kw["name"] = mask_url(kw["name"])   # a name is shown everywhere: never a credential of the URL
+        kw["url"] = Secret(kw["url"])       # the URL may carry a token: a printed Config shows ***
+    return FeedSection(**kw)

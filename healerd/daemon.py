@@ -23,6 +23,7 @@ from healerd.actors.alerter import Alerter
 from healerd.actors.base import fetch_config
 from healerd.actors.deployer import Deployer
 from healerd.actors.doctor import Doctor
+from healerd.actors.feeds import FeedDispatcher
 from healerd.actors.messages import ForgetAlerts, ForgetHistory, Ping, Tick
 from healerd.actors.registry import ActorRegistry, Failure
 from healerd.actors.scheduler import Drain, Scheduler
@@ -167,6 +168,7 @@ class Daemon:
             "deployer": lambda: Deployer.start(self.db_path, cfg, reg),
             "doctor": lambda: Doctor.start(self.db_path, cfg, reg, self.waiters),
             "scheduler": lambda: Scheduler.start(self.db_path, cfg, reg, self.robots, self.waiters),
+            "feeds": lambda: FeedDispatcher.start(self.db_path, cfg, reg),   # asks the writer at start
         }
         for role, make in self._factories.items():
             reg.set(role, make())
@@ -216,7 +218,7 @@ class Daemon:
         except Exception:
             pass
         waves = [[roles.get("scheduler")],
-                 self.registry.scrapers() + [roles.get("doctor"), roles.get("deployer")],
+                 self.registry.scrapers() + [roles.get("doctor"), roles.get("deployer"), roles.get("feeds")],
                  [roles.get("validator")], [roles.get("alerter")], [roles.get("writer")]]
         for i, wave in enumerate(waves):
             until = workers_deadline if i < 2 else deadline

@@ -73,7 +73,8 @@ def test_the_readmes_config_reference_lists_every_key_and_no_other():
     data = toml_block((ROOT / "README.md").read_text(), "## Configuration reference")
     listed = {(s, k) for s, keys in data.items() for k in keys}
     cfg = Config()
-    known = {(s.name, f.name) for s in dataclasses.fields(cfg) for f in dataclasses.fields(getattr(cfg, s.name))}
+    known = {(s.name, f.name) for s in dataclasses.fields(cfg) if dataclasses.is_dataclass(getattr(cfg, s.name))
+             for f in dataclasses.fields(getattr(cfg, s.name))}   # [[feeds]] (a list) is documented on its own
     assert listed == known
     assert set(DOCUMENTED_DEFAULTS) <= listed
 

@@ -198,6 +198,8 @@ class Alerter(pykka.ThreadingActor):
         # than a network outage: each is deduplicated on its own; each storage episode is news too.
         details = a.details or {}
         kind = "rollback" if details.get("rollback") else details.get("cause")
+        if details.get("feed"):   # each feed's outage is its own news
+            kind = f"{kind}:{details['feed']}"
         key = f"{a.event}/{kind}" if kind else a.event
         if details.get("episode") is not None:
             key = f"{key}/{details['episode']}"

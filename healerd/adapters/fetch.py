@@ -559,6 +559,45 @@ class Fetcher:
         text, _ = decode_body(raw.body, raw.headers.get("content-type"))
         return raw.status, text
 
+    def post(self, url: str, body: bytes, *, headers: dict | None = None,
+             content_type: str = "application/json", limit: int = 65_536) -> tuple[int, bytes]:
+        """POST `body` to `url` under a fetch's bounds: one total deadline (timeout x 3) every socket
+        operation obeys, at most `limit` bytes of the answer read (the connection is closed on the
+        rest), the process's verifying TLS context. Redirects are never followed, so the body and
+        `headers` (credentials) go to `url`'s origin only: a 3xx comes back as its status.
+        Returns (status, the answer's first bytes); a network failure or the deadline raises FetchError."""
+        _check_url(url, url)
+        deadline = _Deadline(max(self.config.timeout, 0.001) * DEADLINE_FACTOR)
+        token = _CURRENT.set(deadline)
+        sent = {"Content-Type": content_type, "Accept": "*/*", "Accept-Encoding": "identity", **(headers or {})}
+        try:
+            with self.client.stream("POST", url, content=body, headers=sent) as resp:
+                got: list[bytes] = []
+                size = 0
+                for raw in resp.iter_raw():
+                    got.append(raw[:limit - size])
+                    size += len(raw)
+                    if size >= limit:
+                        break    # leaving the `with` closes the unfinished answer and its connection
+                    if deadline.expired():
+                        raise _deadline_error(deadline, url, url, resp.status_code)
+                return resp.status_code, b"".join(got)
+        except FetchError:
+            raise
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            if deadline.expired():
+                raise _deadline_error(deadline, url, url, None) from None
+            kind, message = classify_transport_error(exc, url)
+            raise FetchError(kind, message, url=url) from None
+        except (UnicodeError, ValueError, TypeError) as exc:   # headers httpx cannot send, a host IDNA rejects
+            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(url)} "
+                             f"({type(exc).__name__})", url=url) from None
+        except OSError as exc:
+            kind, message = classify_transport_error(exc, url)
+            raise FetchError(kind, message, url=url) from None
+        finally:
+            _CURRENT.reset(token)
+
     def close(self) -> None:
         self.client.close()
 

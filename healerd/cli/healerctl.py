@@ -578,6 +578,9 @@ def status(ctx, name, limit, offset, states, as_json, socket_path):
         more = f"; more with --offset {offset + len(sources)}" if offset + len(sources) < total else ""
         click.echo(f"rows {offset + 1}-{offset + len(sources)} of {total} ({first}){more}")
     _print_summary(summary)
+    from healerd.cli.data_out import feeds_section
+
+    feeds_section(ctx, socket_path)
 
 
 def _stream_status_json(ctx, socket_path, limit: int | None, offset: int, states: list[str] | None) -> None:
@@ -943,16 +946,25 @@ def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header: one row per item.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="How many records to show (items of a listing count one each).")
+@click.option("--follow", "-f", is_flag=True, help="Print each new scrape as it lands (Ctrl-C stops).")
 @socket_option
 @click.pass_context
-def records(ctx, name, as_json, as_csv, limit, socket_path):
+def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
     """Show the records scraped from a source.
 
     Newest first. A table by default; --json gives the records as stored, --csv one row per item
-    (columns: the blueprint's fields, scraped_at, version).
+    (columns: the blueprint's fields, scraped_at, version). --follow prints each scrape stored
+    from now on (with --json one JSON object per line).
     """
     if as_json and as_csv:
         raise click.UsageError("--json and --csv cannot be used together")
+    if follow:
+        if as_csv:
+            raise click.UsageError("--follow prints lines or, with --json, JSON objects; not CSV")
+        from healerd.cli.data_out import follow_records
+
+        follow_records(ctx, name, as_json, socket_path)
+        return
     r = _call(ctx, socket_path, "records", {"name": name, "limit": limit})
     if as_json:
         _print_json(r)
@@ -1221,6 +1233,15 @@ def _status_objects(answer: dict) -> list[dict]:
         keys = answer.get("columns") or []
         return [dict(zip(keys, r)) for r in answer["rows"] or []]
     return answer.get("sources") or []
+
+
+def _register_data_out() -> None:
+    from healerd.cli import data_out  # changes, feeds (records --follow is above)
+
+    data_out.register(cli)
+
+
+_register_data_out()
 
 
 def main() -> None:

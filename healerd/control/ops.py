@@ -20,6 +20,7 @@ from healerd.actors.messages import ForgetAlerts, ForgetHistory
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.adapters.browser import check_source as check_browser_source
+from healerd.control.data_ops import DataOps
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.core.htmldiff import structural_diff
@@ -82,7 +83,7 @@ def check_name(name) -> str:
     return name
 
 
-class ControlOps:
+class ControlOps(DataOps):
     def __init__(self, daemon: Daemon):
         self.daemon = daemon
         self._local = threading.local()

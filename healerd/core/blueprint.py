@@ -17,7 +17,9 @@ first that matches wins. One parser then reads two layouts a site serves at once
 Optional extras: `[headers]` and `[cookies]` (sent with every request; treated as
 secrets), `fetch = "browser"` (render the page in a real browser; default "http") with
 `wait_for = "<css>"` (browser only: wait until the selector matches), and `parser` (Python source defining `parse(html) -> dict | list[dict]`,
-run in a sandbox; then a field's `css` is optional and `fields` is the schema).
+run in a sandbox; then a field's `css` is optional and `fields` is the schema), and
+`key = "name"` (a field, or a list of fields: what identifies a record across scrapes, for
+change sets and feeds).
 
 Every problem raises BlueprintError naming the key it is about.
 """
@@ -42,7 +44,7 @@ from healerd.core.timeutil import parse_duration
 FIELD_TYPES = ("str", "int", "float")
 DEFAULT_EVERY = 900.0
 FETCH_MODES = ("http", "browser")
-_TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name", "fetch", "wait_for"}
+_TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name", "fetch", "wait_for", "key"}
 _FIELD_KEYS = {"css", "attr", "type", "required"}
 _PROBE = LexborHTMLParser("<html><body><p>probe</p></body></html>")
 
@@ -93,6 +95,7 @@ class Blueprint:
     fetch: str = "http"                 # "http" or "browser" (rendered by a real browser)
     wait_for: str | None = None         # browser only: a CSS selector to wait for after load
     items_fallbacks: tuple[str, ...] = ()   # further `items` selectors, tried in order
+    key: tuple[str, ...] = ()           # the fields that identify a record across scrapes
 
     @property
     def items_selectors(self) -> tuple[str, ...]:
@@ -122,6 +125,8 @@ class Blueprint:
             d["fetch"] = self.fetch
         if self.wait_for is not None:
             d["wait_for"] = self.wait_for
+        if self.key:
+            d["key"] = self.key[0] if len(self.key) == 1 else list(self.key)
         return d
 
     def to_json(self) -> str:
@@ -133,7 +138,7 @@ class Blueprint:
         what an extraction worker is sent. Sources that share their selectors share it, whatever
         their URL, schedule, headers or cookies, so a worker parses it once for all of them."""
         return replace(self, url=None, every=DEFAULT_EVERY, headers={}, cookies={}, fetch="http",
-                       wait_for=None).to_json()
+                       wait_for=None, key=()).to_json()
 
     def with_fields(self, fields: dict[str, FieldSpec], items: Any = ...,
                     items_fallbacks: Any = ...) -> Blueprint:
@@ -152,6 +157,7 @@ class Blueprint:
             fetch=self.fetch,
             wait_for=self.wait_for,
             items_fallbacks=items_fallbacks,
+            key=tuple(k for k in self.key if k in fields),
         )
 
     def with_url(self, url: str) -> Blueprint:
@@ -317,6 +323,7 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         fields[name] = FieldSpec(name=name, css=css, type=ftype, attr=attr, required=required, fallbacks=fallbacks)
 
     return Blueprint(
+        key=_record_key(data.get("key"), fields),
         fields=fields,
         url=the_url,
         every=every,
@@ -328,6 +335,21 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         wait_for=wait_for,
         items_fallbacks=items_fallbacks,
     )
+
+
+def _record_key(value: Any, fields: dict[str, FieldSpec]) -> tuple[str, ...]:
+    """The `key` of a blueprint: a field name, or a non-empty list of distinct field names."""
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise BlueprintError("key", "expected a field name or a list of field names")
+    for n in names:
+        if n not in fields:
+            raise BlueprintError("key", f"{n!r} is not one of the fields ({', '.join(fields)})")
+    if len(set(names)) != len(names):
+        raise BlueprintError("key", "a field is named twice")
+    return tuple(names)
 
 
 def parse_text(text: str, fmt: str | None = None, url: str | None = None, require_url: bool = False) -> Blueprint:

@@ -26,6 +26,7 @@ from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
+from healerd.store import feeds as feeds_store
 from healerd.store import fixes, lifecycle, probation, records, snapshots, sources, tasks, versions
 from healerd.store.db import row, rows, scalar
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
@@ -95,6 +96,7 @@ class Ledger:
         self.clock = clock
         self.rng = rng or random.Random()
         self.models: dict[str, lifecycle.SourceLifecycle] = {}
+        self._keys: dict[str, tuple[str, tuple[str, ...]]] = {}   # per source: (blueprint JSON, its `key`)
 
     # -- lifecycle -----------------------------------------------------------------
     def model(self, name: str) -> lifecycle.SourceLifecycle:
@@ -327,7 +329,7 @@ class Ledger:
         if not o.not_modified:
             data_json = records.to_json(o.data)   # serialised once, for the records row and the snapshot
             records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now,
-                           data_json=data_json)
+                           data_json=data_json, key=self._record_key(name, src["blueprint"]))
             if o.version is not None and (o.html is not None or o.snapshot_z is not None or o.page_sha):
                 probation.keep_good_page(self.conn, name, o.version, o.url, o.html, o.data, sha256=o.page_sha,
                                          body_z=o.snapshot_z, now=now)
@@ -360,6 +362,14 @@ class Ledger:
                               "error_message = 'source recovered before the fix ran' "
                               "WHERE type = 'FIX_SOURCE' AND target = ? AND state = 'PENDING'", (now, name))
         self._maybe_clear_halt(name, fx)
+
+    def _record_key(self, name: str, blueprint_json: str) -> tuple[str, ...]:
+        """The blueprint's `key` (what identifies a record across scrapes), read once per blueprint text."""
+        hit = self._keys.get(name)
+        if hit is None or hit[0] != blueprint_json:
+            value = json.loads(blueprint_json).get("key")
+            hit = self._keys[name] = (blueprint_json, (value,) if isinstance(value, str) else tuple(value or ()))
+        return hit[1]
 
     def _record_failure(self, src: dict, o: ScrapeOutcome, now: float, fx: Effects) -> None:
         from healerd.core.sanitize import mask_text
@@ -769,6 +779,34 @@ class Ledger:
             self.conn.execute("INSERT INTO healer_calls (source_name, cycle, backend, started_at, duration_ms, http_status, "
                               "outcome, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               (name, cycle, backend, started_at, duration_ms, http_status, outcome, reason[:1000]))
+
+    # -- feeds ----------------------------------------------------------------------------------
+    def sync_feeds(self, names: list[str]) -> list[str]:
+        """One cursor per configured feed (new ones start at the newest stored scrape)."""
+        return feeds_store.sync(self.conn, names, self.clock())
+
+    def feed_advanced(self, feed: str, cursor: int, delivered: int) -> Effects:
+        """The feed dealt with every stored scrape up to `cursor`; when it delivered some, that ends
+        its outage (one RECOVERED: a batch with nothing for it proves nothing)."""
+        fx = Effects()
+        now = self.clock()
+        since = feeds_store.advance(self.conn, feed, cursor, delivered, now, recovered=delivered > 0)
+        if since is not None:
+            fx.alert("RECOVERED", None, f"feed {feed} delivers again after {_human_duration(round(now - since))}",
+                     level="info", details={"cause": "feed", "feed": feed})
+        return fx
+
+    def feed_progress(self, feed: str, cursor: int, delivered: int) -> None:
+        """Part of a batch was delivered before a failure: the cursor moves, the outage goes on."""
+        feeds_store.advance(self.conn, feed, cursor, delivered, self.clock(), recovered=False)
+
+    def feed_failed(self, feed: str, error: str) -> Effects:
+        """A delivery of the feed failed: the first failure of an outage raises its one alert."""
+        fx = Effects()
+        if feeds_store.failed(self.conn, feed, error, self.clock()):
+            fx.alert("SYSTEMIC_HALT", None, f"feed {feed} cannot deliver ({error}); retrying with backoff, "
+                     "nothing is lost", level="error", details={"cause": "feed", "feed": feed})
+        return fx
 
     def memory(self, method: Callable[..., R], /, **kwargs: Any) -> R:
         """Run a FixMemory method (unbound: `FixMemory.search`) on the writer's connection."""

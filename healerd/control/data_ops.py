@@ -1,0 +1,78 @@
+"""The control ops that take data out: new scrapes as they land, change sets, the feeds.
+
+A mixin of ControlOps (healerd/control/ops.py): it reads through that class's per-thread
+read connection (`self.conn`) and the running daemon's configuration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from healerd.control.protocol import ControlError
+from healerd.core.sanitize import mask_url, reveal
+from healerd.core.timeutil import iso
+from healerd.store import feeds as feeds_store
+from healerd.store import records, sources
+
+if TYPE_CHECKING:
+    import apsw
+
+    from healerd.daemon import Daemon
+
+
+def _whole(value: Any, what: str, least: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ControlError("bad_request", f"{what} must be a whole number >= {least}")
+    return value
+
+
+class DataOps:
+    daemon: Daemon
+    conn: apsw.Connection
+
+    def _source(self, name: Any) -> str:
+        from healerd.control.ops import check_name
+
+        check_name(name)
+        sources.get(self.conn, name)   # SourceNotFound: "not_found"
+        return name
+
+    def op_records_since(self, name: str, after_id: int | None = None, limit: int = 100):
+        """The source's scrapes stored after `after_id`, oldest first, each with its `id`. Without
+        `after_id`: none, and the id to follow from (`healerctl records NAME --follow`)."""
+        name = self._source(name)
+        limit = _whole(limit, "limit", 1)
+        if after_id is None:
+            return {"last_id": records.last_id(self.conn), "records": []}
+        after_id = _whole(after_id, "after_id", 0)
+        got = records.since(self.conn, name, after_id, min(limit, 1000))
+        return {"last_id": got[-1]["id"] if got else after_id, "records": got}
+
+    def op_changes(self, name: str, limit: int = 20, all: bool = False):
+        """Change sets between consecutive stored scrapes, newest first (only those with a change
+        unless `all`)."""
+        name = self._source(name)
+        return records.changes_of(self.conn, name, min(_whole(limit, "limit", 1), 100_000), every=bool(all))
+
+    def op_feeds(self):
+        """The configured feeds: target (masked), sources, cursor, backlog, delivered, last error."""
+        from healerd.actors.feeds import source_matcher
+
+        state = feeds_store.all_rows(self.conn)
+        out = []
+        for f in self.daemon.config.feeds:
+            r = state.get(f.name) or {}
+            cursor = r.get("cursor")
+            out.append({
+                "name": f.name, "kind": f.kind,
+                "target": mask_url(reveal(f.url)) if f.kind == "webhook" else f.path,
+                "sources": list(f.sources), "only_changes": f.only_changes, "cursor": cursor,
+                "backlog": None if cursor is None else feeds_store.backlog(self.conn, cursor,
+                                                                           source_matcher(f.sources), f.only_changes),
+                "delivered": r.get("delivered", 0),
+                "last_delivered_at": iso(r["last_delivered_at"]) if r.get("last_delivered_at") else None,
+                "failing_since": iso(r["failing_since"]) if r.get("failing_since") else None,
+                "last_error": r.get("last_error"),
+                "last_error_at": iso(r["last_error_at"]) if r.get("last_error_at") else None,
+            })
+        return out
