@@ -1,0 +1,79 @@
+"""The static check of selectors a person did not write (healerd/core/selector_bounds.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from healerd.core import selector_bounds as sb
+from healerd.core.blueprint import from_dict
+from healerd.core.errors import Refusal
+
+ACCEPTED = [
+    "table.stats tr.player td.name",
+    "td.name a",
+    "tr:not(.ad) > td:nth-of-type(2)",
+    "div:has(> td)",
+    "div:has(td)",
+    "article:has(h2, h3) .price",
+    "a:is(.x, .y)",
+    "div:where(p, q)",
+    "html > body > div:nth-of-type(3) > table tr:nth-child(n+2)",
+    'a[href^="https://"]',
+    "span div div div td",               # four descendant steps: the most allowed
+    "a > b > c > d > e > f > g > h",     # eight compounds: the most allowed
+    ", ".join(["p"] * 8),
+    "x" * 300,
+]
+
+REFUSED = {
+    # the selector bomb: :has() five levels deep
+    "div:has(div:has(div:has(div:has(div:has(td)))))": "nest 5 levels deep",
+    "div:has(div:has(td))": "nest 2 levels deep",
+    "div:has(> td:has(p))": "nest 2 levels deep",
+    "div:not(:has(p))": "nest 2 levels deep",
+    "a:is(b:where(c))": "nest 2 levels deep",
+    "p:not(:not(.x))": "cannot be parsed",   # cssselect refuses it outright
+    "span div div div div td": "5 descendant or sibling (~) steps",
+    "a ~ b ~ c ~ d ~ e ~ f": "5 descendant or sibling (~) steps",
+    "div div:has(p q r s)": "5 descendant or sibling (~) steps",   # the step into :has() counts too
+    "a > b > c > d > e > f > g > h > i": "9 compound selectors in a row",
+    ", ".join(["p"] * 9): "9 comma-separated selectors",
+    "x" * 301: "301 characters",
+    "td::text": "pseudo-element",
+    "[": "cannot be parsed",
+    "": "not a selector",
+}
+
+
+@pytest.mark.parametrize("css", ACCEPTED)
+def test_selectors_within_the_bounds_pass(css):
+    assert sb.problem(css) is None
+    sb.check_selector(css)
+
+
+@pytest.mark.parametrize("css", list(REFUSED))
+def test_selectors_over_the_bounds_are_refused_in_one_line_naming_them(css):
+    with pytest.raises(sb.SelectorRefused) as info:
+        sb.check_selector(css, "fields.name.css")
+    line = str(info.value)
+    assert REFUSED[css] in line, line
+    assert "\n" not in line and line.startswith("fields.name.css: the selector ")
+    shown = css if len(css) <= 120 else css[:117]
+    assert repr(shown)[:-1] in line or shown in line
+    assert isinstance(info.value, Refusal)   # answered in one line, never logged as a crash
+
+
+def test_a_blueprint_is_checked_selector_by_selector_fallbacks_included():
+    ok = from_dict({"url": "https://example.org/", "items": ["table tr", "ul li"],
+                    "fields": {"name": {"css": ["td.n", "span.n"]}}})
+    sb.check_blueprint(ok)
+    assert [k for k, _ in sb.blueprint_selectors(ok)] == ["items", "items[1]", "fields.name.css",
+                                                          "fields.name.css[1]"]
+    bomb = from_dict({"url": "https://example.org/", "items": ["table tr", "div:has(div:has(td))"],
+                      "fields": {"name": {"css": "td.n"}}})
+    with pytest.raises(sb.SelectorRefused, match=r"^items\[1\]: the selector 'div:has\(div:has\(td\)\)'"):
+        sb.check_blueprint(bomb)
+    hidden = from_dict({"url": "https://example.org/", "fields": {"name": {"css": ["td.n", "a b c d e f"]}}})
+    with pytest.raises(sb.SelectorRefused, match=r"fields\.name\.css\[1\]"):
+        sb.check_blueprint(hidden)
+
