@@ -57,6 +57,13 @@ class ServiceActor(pykka.ThreadingActor):
         if self.conn is not None:
             self.conn.close()
 
+    def run_parser(self, bp, html: str, limits: PageLimits | None = None, on_overrun=None):
+        """The parser `bp` on `html` where untrusted selectors are evaluated: selectors in the trial
+        worker with its deadline (TooSlow past it), code in the sandbox (healerd.actors.scraper.run_parser_on)."""
+        from healerd.actors.scraper import run_parser_on
+
+        return run_parser_on(bp, html, limits, trials=self.registry.trials, on_overrun=on_overrun)
+
     def on_receive(self, message):
         if isinstance(message, Ping):
             return True

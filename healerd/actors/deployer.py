@@ -2,6 +2,9 @@
 
 The Doctor asks it to deploy a candidate; it never asks the Doctor back. Production
 moves in one transaction (StoreWriter.promote), so it is always one whole version.
+
+Every selector is tried in the trial worker with its deadline (healerd.adapters.trials): a
+candidate past it is recorded as rejected ("too slow on this page") before the worker is killed.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 from healerd.actors.base import ServiceActor, page_limits
-from healerd.actors.scraper import run_parser_on
 from healerd.adapters.fetch import FetchError
+from healerd.adapters.trials import TooSlow
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
 from healerd.store import snapshots, versions
@@ -137,14 +140,20 @@ class Deployer(ServiceActor):
             reason = f"{UNFETCHED}: {exc.message}"
             self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason, conclusive=False)
+        def too_slow(line: str) -> None:   # before the worker is killed: a restart must not try it again
+            self.registry.write(Ledger.reject_version, name, version, str(TooSlow(line)))
+
         try:
-            cand_ex = run_parser_on(candidate, page.text, page_limits(self.config))
+            cand_ex = self.run_parser(candidate, page.text, page_limits(self.config), on_overrun=too_slow)
+        except TooSlow as exc:
+            log.warning("%s: version %s %s", name, version, exc)
+            return deploy_result("rejected", version, str(exc))
         except Exception as exc:
             reason = f"the candidate parser failed on the live page: {getattr(exc, 'reason', None) or exc}"
             self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason)
         try:
-            prod_ex = run_parser_on(production, page.text, page_limits(self.config))
+            prod_ex = self.run_parser(production, page.text, page_limits(self.config))
         except Exception:
             prod_ex = None
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
@@ -185,17 +194,18 @@ class Deployer(ServiceActor):
         proved on both pages and judged on the live page, replaces the candidate. None: no merge."""
         from healerd.core.production import ProofPage, merge_and_prove, trial
 
-        live = trial(0, production, page.text, run=run_parser_on, extraction=prod_ex,
+        run = self.run_parser
+        live = trial(0, production, page.text, run=run, extraction=prod_ex,
                      recent_counts=counts,
                      last_good=good["records"] if good else None, status=page.status)
-        made_for = trial(0, candidate, msg.page_html, run=run_parser_on, recent_counts=counts,
+        made_for = trial(0, candidate, msg.page_html, run=run, recent_counts=counts,
                          last_good=good["records"] if good else None)
         if not live.passed or not made_for.passed:
             return None
         merged, why = merge_and_prove(production, candidate, [
             ProofPage("the live page", page.text, live.extraction.data, page.status),
             ProofPage("the page the candidate was made for", msg.page_html, made_for.extraction.data)],
-            recent_counts=counts)
+            recent_counts=counts, run=run)
         if merged is None:
             log.info("%s: the candidate reads one layout only and no merge holds: %s", msg.name, "; ".join(why[:2]))
             return None
@@ -203,7 +213,11 @@ class Deployer(ServiceActor):
                             "reads one of two layouts the site serves: merged with production instead")
         mv = self.registry.write(Ledger.stage_version, msg.name, merged, msg.origin,
                                  f"{msg.note}; merged with production: both layouts the site serves")
-        merged_ex = run_parser_on(merged, page.text)
+        try:
+            merged_ex = run(merged, page.text)
+        except Exception as exc:   # proved on this very page a moment ago; a worker lost meanwhile
+            self.registry.write(Ledger.reject_version, msg.name, mv, f"the merged parser failed on the live page: {exc}")
+            return deploy_result("rejected", mv, f"the merged parser failed on the live page: {exc}")
         verdict = judge(merged, production, merged_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged, status=page.status,
                         confidence=msg.confidence)

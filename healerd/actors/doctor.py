@@ -21,7 +21,6 @@ from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
-from healerd.actors.scraper import run_parser_on
 from healerd.adapters.fetch import FetchError
 from healerd.config import Config
 from healerd.core import breakers, errors
@@ -265,7 +264,7 @@ class Doctor(ServiceActor):
             ctx.actual_output = {"status": exc.status}
             return ctx, None
         try:
-            ex = run_parser_on(bp, html, page_limits(self.config))
+            ex = self.run_parser(bp, html, page_limits(self.config))
         except PageTooLarge as exc:
             return None, f"the page passes a work bound ({exc}); {route(errors.TOO_LARGE)[1]}"
         except Exception as exc:
@@ -314,7 +313,7 @@ class Doctor(ServiceActor):
 
     def _judge_page(self, name, src, bp: Blueprint, version, good, html: str, status: int) -> DiagnosisContext:
         try:
-            ex = run_parser_on(bp, html)
+            ex = self.run_parser(bp, html)
         except Exception as exc:
             return self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
                                  f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
@@ -480,7 +479,7 @@ class Doctor(ServiceActor):
         return None
 
     def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
-        from healerd.core.heal.builtin import heal
+        from healerd.adapters.trials import TooSlow
 
         if ctx.blueprint.parser:
             tried.append("builtin: the source has a code parser; the built-in healer repairs selectors only")
@@ -488,7 +487,12 @@ class Doctor(ServiceActor):
         if not ctx.original_html or ctx.last_good_records is None:
             tried.append("builtin: no last good page to learn from")
             return None
-        result = heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
+        try:
+            # The search evaluates selectors on both pages: in the trial worker, with its deadline.
+            result = self._heal(ctx)
+        except TooSlow as exc:
+            tried.append(f"builtin: {exc}")
+            return {"outcome": "rejected", "strategy": "builtin", "reason": str(exc), "version": None}
         if not result.ok:
             tried.append(f"builtin: refused: {result.reason}")
             self._best_guess = (result.candidate, result.reason) if result.candidate is not None else None
@@ -510,6 +514,15 @@ class Doctor(ServiceActor):
         tried.append(f"builtin: {res['outcome']}: {res['reason']}")
         return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
                 "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
+
+    def _heal(self, ctx: DiagnosisContext):
+        """The built-in healer's HealResult: in the trial worker (in this thread only without one)."""
+        if self.registry.trials is None:
+            from healerd.core.heal.builtin import heal
+
+            return heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
+        return self.registry.trials.heal(ctx.blueprint, ctx.original_html or "", ctx.last_good_records,
+                                         ctx.current_html or "")
 
     @staticmethod
     def _without_gone(ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
@@ -712,7 +725,7 @@ class Doctor(ServiceActor):
         for url in candidates[:15]:
             try:
                 page = self.fetcher.fetch(url)
-                ex = run_parser_on(ctx.blueprint, page.text, page_limits(self.config))
+                ex = self.run_parser(ctx.blueprint, page.text, page_limits(self.config))
             except Exception:
                 continue
             result = validate(ex, ctx.blueprint, last_good=ctx.last_good_records, html=page.text, status=page.status)

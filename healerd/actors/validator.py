@@ -126,7 +126,6 @@ class Validator(ServiceActor):
     def _plan_before_heal(self, page: ExtractedPage, outcome: ScrapeOutcome, counts, last_good) -> dict | None:
         """The production version failed on this page: try the previous one (and a merge of the
         two) before the source goes to the Doctor. The plan, or None for ordinary healing."""
-        from healerd.actors.scraper import run_parser_on
         from healerd.core.production import HEAL, ProofPage, plan_before_heal, trial
         from healerd.store import probation, versions
 
@@ -142,12 +141,13 @@ class Validator(ServiceActor):
         prev = probation.version_row(self.conn, job.name, prev_version)
         status = page.status or 200
         html = page.page_text()
-        previous = trial(prev_version, cached_blueprint(prev["body"]), html, run=run_parser_on,
+        run = self.run_parser   # in the trial worker, with its deadline: the page is untrusted
+        previous = trial(prev_version, cached_blueprint(prev["body"]), html, run=run,
                          recent_counts=counts,
                          last_good=last_good, status=status)
         if not previous.passed:
             return None
-        production = trial(job.version, cached_blueprint(job.blueprint_json), html, run=run_parser_on,
+        production = trial(job.version, cached_blueprint(job.blueprint_json), html, run=run,
                            extraction=page.extraction,
                            recent_counts=counts, last_good=last_good, status=status)
         alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
@@ -156,7 +156,7 @@ class Validator(ServiceActor):
             if stored and stored["records"] is not None else None
         plan = plan_before_heal(error_type=outcome.error_type, production=production, previous=previous,
                                 html=html, status=status, production_page=own, alternating=alternating,
-                                recent_counts=counts)
+                                recent_counts=counts, run=run)
         if plan.action == HEAL:
             return None
         log.info("%s: %s", job.name, plan.reason)
