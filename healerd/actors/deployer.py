@@ -3,8 +3,11 @@
 The Doctor asks it to deploy a candidate; it never asks the Doctor back. Production
 moves in one transaction (StoreWriter.promote), so it is always one whole version.
 
-Every selector is tried in the trial worker with its deadline (healerd.adapters.trials): a
-candidate past it is recorded as rejected ("too slow on this page") before the worker is killed.
+A candidate no person wrote passes the static selector check first (refused, never staged,
+when over the bounds: healerd.core.selector_bounds); an external healer's answer is staged
+once per source (by the digest of the normalized candidate), never twice. Every selector is
+then tried in the trial worker with its deadline (healerd.adapters.trials): a candidate past
+it is recorded as rejected ("too slow on this page") before the worker is killed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from healerd.adapters.fetch import FetchError
 from healerd.adapters.trials import TooSlow
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
+from healerd.core.selector_bounds import SelectorRefused, candidate_digest, check_blueprint
 from healerd.store import snapshots, versions
 from healerd.store.db import row
 from healerd.store.ledger import Ledger
@@ -123,6 +127,12 @@ class Deployer(ServiceActor):
                              "WHERE s.name = ?", (name,))
         if src is None:
             return deploy_result("error", None, "the source was removed", conclusive=False)
+        if msg.origin != "human":
+            try:
+                check_blueprint(candidate, trusted=production)   # what production already has is not new
+            except SelectorRefused as exc:
+                log.warning("%s: a candidate (%s) is refused before any trial: %s", name, msg.origin, exc)
+                return deploy_result("rejected", None, f"refused before any trial: {exc}")
         if candidate.to_json() == production.to_json():
             return deploy_result("rejected", None, "the candidate is the production parser itself")
         waiting = versions.staged_with_body(self.conn, name, candidate.to_json())
@@ -131,7 +141,17 @@ class Deployer(ServiceActor):
             return deploy_result("declined", waiting, f"the same candidate is already staged as version {waiting}: "
                                                       f"awaits `healerctl approve {name} {waiting}`")
         flagged = self._flagged(name, now)
-        version = self.registry.write(Ledger.stage_version, name, candidate, msg.origin, msg.note)
+        if msg.origin == "external":
+            staged = self.registry.write(Ledger.stage_answer, name, candidate, candidate_digest(candidate),
+                                         msg.origin, msg.note)
+            if staged["version"] is None:
+                seen = staged["seen"]
+                why = f": {seen['note']}" if seen.get("note") else ""
+                return deploy_result("rejected", None, f"the healer gave this same answer before (version "
+                                                       f"{seen['version']}, {seen['status']}{why}): not staged again")
+            version = staged["version"]
+        else:
+            version = self.registry.write(Ledger.stage_version, name, candidate, msg.origin, msg.note)
         url = candidate.url or src["url"]
         try:
             page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None,

@@ -183,12 +183,52 @@ def blueprint_selectors(bp: Any) -> Iterator[tuple[str, str]]:
         yield "wait_for", wait_for
 
 
-def check_blueprint(bp: Any) -> None:
+def check_blueprint(bp: Any, trusted: Any = None) -> None:
     """Raise SelectorRefused for the first selector of `bp` over the bounds (a code parser's
-    blueprint has no selectors to check: its code is checked and confined by the sandbox)."""
-    check_all(blueprint_selectors(bp))
+    blueprint has no selectors to check: its code is checked and confined by the sandbox).
+
+    Selectors `bp` shares with `trusted` (the blueprint it would replace: a person's, or one
+    whose new selectors passed this check when it was made) are not checked again, so a
+    candidate that keeps a person's own selector is not refused for it."""
+    known = {css for _, css in blueprint_selectors(trusted)} if trusted is not None else set()
+    check_all((key, css) for key, css in blueprint_selectors(bp) if css not in known)
 
 
 def check_all(pairs: Iterable[tuple[str, str]]) -> None:
     for key, css in pairs:
         check_selector(css, key)
+
+
+def normalized(css: str) -> str:
+    """One spelling of a selector: cssselect's canonical form (`div>td` and `div >  td` alike),
+    or the selector with its whitespace collapsed when cssselect cannot read it."""
+    try:
+        return ", ".join(sel.canonical() for sel in cssselect.parse(css))
+    except Exception:
+        return " ".join(css.split())
+
+
+def candidate_digest(bp: Any) -> str:
+    """The sha256 of a candidate blueprint with its selectors normalized: two answers that differ
+    only in how a selector is spelled, or in the order of the keys, have one digest."""
+    import hashlib
+    import json
+
+    d = bp.to_dict()
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, str):
+            return normalized(v)
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+
+    if d.get("items") is not None:
+        d["items"] = norm(d["items"])
+    if d.get("wait_for"):
+        d["wait_for"] = norm(d["wait_for"])
+    for spec in (d.get("fields") or {}).values():
+        if isinstance(spec, dict) and spec.get("css") is not None:
+            spec["css"] = norm(spec["css"])
+    text = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
