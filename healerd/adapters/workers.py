@@ -578,8 +578,10 @@ class WorkerPool:
             if started is not None and self.extraction_timeout is not None:
                 limit = started + self.extraction_timeout
                 if time.monotonic() >= limit:
+                    if slot.done.is_set():   # answered at the last moment
+                        return True
                     slot.too_slow = True
-                    return slot.done.is_set()
+                    return False
             else:
                 limit = end
                 if time.monotonic() >= limit:
