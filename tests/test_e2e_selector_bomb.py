@@ -17,13 +17,15 @@ one is not staged a second time. Production never moves.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
 
 from conftest import db_rows
 from healer_server import HealerServer, healed
-from sitepages import ROWS
+from sitepages import ROWS, write_blueprint
 from test_e2e_external import FIXED, add_and_break, assert_running, healer_calls, healer_config, production_versions
 
 BOMB = dict(FIXED, items="div:has(div:has(div:has(div:has(div:has(td)))))")
@@ -31,10 +33,10 @@ SLOW = dict(FIXED, items="span div div div tr")
 PING_TIMEOUT_S = 3.0
 
 
-def hostile_page(depth: int = 240) -> str:
-    """The data, five rows, at the bottom of `depth` nested divs (within max_depth)."""
+def hostile_page(depth: int = 240, rows=ROWS) -> str:
+    """The data at the bottom of `depth` nested divs (within max_depth)."""
     body = "".join(f'<tr class="row-player"><td class="player-name">{n}</td><td class="pts">{s}</td></tr>'
-                   for n, s in ROWS)
+                   for n, s in rows)
     return ("<html><head><title>Stats</title></head><body>" + "<div>" * depth +
             f'<table class="league-table">{body}</table>' + "</div>" * depth + "</body></html>")
 
@@ -69,6 +71,24 @@ class Pinger:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join(10)
+
+
+def worker_children(pid: int) -> list[int]:
+    """The worker processes the daemon `pid` started (its children running workers_main)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"workers_main" in cmd:
+            found.append(int(entry))
+    return found
 
 
 def slow_versions(d):
@@ -136,14 +156,20 @@ def test_a_crash_while_the_answer_is_tried_does_not_get_it_tried_again(site, dae
         cfg = healer_config(healer.url, timeouts="[5, 5]", cycles=2, attempts=5)
         cfg = cfg.replace("[daemon]\n", '[daemon]\nextraction_timeout = "60s"\n', 1)
         d = daemon_factory(cfg).start()
-        add_and_break(d, site, tmp_path, new_page=hostile_page())
+        # Ten rows: the slow answer needs ~17 s of lexbor here, far more than the crash below waits.
+        add_and_break(d, site, tmp_path, new_page=hostile_page(rows=ROWS * 2))
         d.wait_for(lambda: [v for v in slow_versions(d) if v["status"] == "staging"], timeout=90,
                    what="the slow candidate to be staged")
-        time.sleep(1.0)   # its trial is under way in the trial worker
         with Pinger(d) as pinger:
-            time.sleep(2.0)
+            time.sleep(1.0)   # its trial is under way in the trial worker
         assert pinger.misses == [] and pinger.answers >= 1, pinger.misses   # the daemon answers meanwhile
+        workers = worker_children(d.proc.pid)
         d.kill9()
+        for pid in workers:   # a worker busy in one selector call notices its daemon gone only after it
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         asked_before = len(healer.requests)
         d.start()
         with Pinger(d) as pinger:
@@ -159,3 +185,32 @@ def test_a_crash_while_the_answer_is_tried_does_not_get_it_tried_again(site, dae
         assert_running(d)
     finally:
         healer.stop()
+
+
+def test_a_page_that_makes_a_persons_selector_too_slow_is_a_timeout_not_a_freeze(site, daemon_factory, tmp_path):
+    """Production scrapes get the same deadline: the page turns hostile to a benign selector a
+    person wrote; the scrape fails as TIMEOUT "extraction too slow", its worker is replaced, the
+    daemon answers throughout, and a heal asked for by hand is declined, not attempted."""
+    person = {"every": "1s", "items": "span div div div tr",
+              "fields": {"name": {"css": "td:nth-child(1)"}, "score": {"css": "td:nth-child(2)", "type": "int"}}}
+    rows = "".join(f"<tr><td>{n}</td><td>{s}</td></tr>" for n, s in ROWS)
+    normal = f"<html><body><span><div><div><div><table>{rows}</table></div></div></div></span></body></html>"
+    cfg = healer_config("", attempts=5).replace("[daemon]\n", '[daemon]\nextraction_timeout = "2s"\n', 1)
+    d = daemon_factory(cfg).start()
+    with Pinger(d) as pinger:
+        site.page("/stats", normal)
+        r = d.ctl("add", "stats", "--blueprint", write_blueprint(tmp_path / "stats.json", site.url("/stats"), person))
+        assert r.returncode == 0, r.stderr
+        assert d.ctl_json("run", "stats")["ok"] is True
+        site.page("/stats", hostile_page())
+        out = d.ctl_json("run", "stats")
+        assert out["ok"] is False and out["error_type"] == "TIMEOUT", out
+        assert "extraction too slow" in out["error"]
+        d.wait_for(lambda: "extraction worker" in d.log() and "was replaced" in d.log(),
+                   what="the worker to be replaced")
+        healed_by_hand = d.ctl_json("heal", "stats")
+        assert healed_by_hand["outcome"] == "declined", healed_by_hand
+        assert "too slow on this page" in healed_by_hand["reason"]
+    assert pinger.misses == [], pinger.misses
+    assert production_versions(d) == [1]
+    assert_running(d)

@@ -22,6 +22,7 @@ from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
 from healerd.adapters.fetch import FetchError
+from healerd.adapters.trials import TooSlow
 from healerd.config import Config
 from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
@@ -267,6 +268,8 @@ class Doctor(ServiceActor):
             ex = self.run_parser(bp, html, page_limits(self.config))
         except PageTooLarge as exc:
             return None, f"the page passes a work bound ({exc}); {route(errors.TOO_LARGE)[1]}"
+        except TooSlow as exc:   # production's own selectors: a scrape of this page is a TIMEOUT, not a repair
+            return None, f"the production parser is {exc}: healing cannot help (a scrape of it fails as TIMEOUT)"
         except Exception as exc:
             ctx = self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
                                 f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
@@ -479,8 +482,6 @@ class Doctor(ServiceActor):
         return None
 
     def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
-        from healerd.adapters.trials import TooSlow
-
         if ctx.blueprint.parser:
             tried.append("builtin: the source has a code parser; the built-in healer repairs selectors only")
             return None
