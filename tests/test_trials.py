@@ -117,3 +117,28 @@ def test_a_scrape_whose_extraction_overruns_is_a_timeout_and_its_worker_is_repla
         assert ok.page is not None and ok.page.error is None
     finally:
         pool.close()
+
+
+def test_a_worker_its_daemon_does_not_stop_ends_itself_past_the_deadline(monkeypatch):
+    """The daemon normally stops a worker that overran; one whose daemon is gone (killed) or
+    did not stop it ends on its own alarm, even inside one long selector call."""
+    import signal
+
+    import healerd.adapters.workers as workers
+
+    monkeypatch.setattr(workers, "ALARM_MARGIN_S", 0.5)
+    pool = WorkerPool(1, deadline=60.0, extraction_timeout=1.0)
+    kills: list[int] = []
+    monkeypatch.setattr(pool, "_kill", lambda w: kills.append(w.pid))   # the daemon side does not stop it
+    try:
+        pool.wait_ready(30)
+        victim = pool.pids()[0]
+        proc = pool._workers[0].proc
+        from healerd.adapters.workers import PageJob
+
+        with pytest.raises(Exception, match="extraction too slow"):
+            pool.run(PageJob(body=b"", encoding="utf-8", blueprint_json=SLOW_BP.extraction_json, text=DEEP))
+        assert kills == [victim]   # asked to, but the stand-in did nothing
+        assert proc.wait(30) == -signal.SIGALRM   # the worker ended itself
+    finally:
+        pool.close()

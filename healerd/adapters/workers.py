@@ -38,7 +38,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
@@ -241,16 +242,16 @@ def fetch_answer(fetcher: Fetcher, url: str, *, headers: dict | None = None, coo
     return res
 
 
-def fetch_and_process(job: FetchJob, fetcher: Fetcher, extracting: Callable[[], None] | None = None) -> FetchOutcome:
+def fetch_and_process(job: FetchJob, fetcher: Fetcher,
+                      extracting: Callable[[], AbstractContextManager[None]] = nullcontext) -> FetchOutcome:
     """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page.
-    `extracting` is called once the page has arrived, just before its extraction starts."""
+    `extracting()` is entered once the page has arrived, around its extraction (a worker's
+    deadline: see `_serve`)."""
     res = fetch_answer(fetcher, job.url, headers=job.headers, cookies=job.cookies, etag=job.etag,
                        last_modified=job.last_modified)
     if isinstance(res, FetchOutcome):
         return res
-    with _PARSING:
-        if extracting is not None:
-            extracting()
+    with _PARSING, extracting():
         page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
                                     good_sha=job.good_sha, limits=job.limits), html=res.text)
     return FetchOutcome(status=res.status, text=res.text if page.snapshot_z is None else None,
@@ -269,13 +270,13 @@ def run_heal(job: HealJob) -> HealAnswer:
         return HealAnswer(error=f"the built-in healer failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
 
 
-def _answer(job, fetchers: dict, extracting: Callable[[], None] = lambda: None) -> PageResult | FetchOutcome | HealAnswer:
+def _answer(job, fetchers: dict, extracting: Callable[[], AbstractContextManager[None]] = nullcontext
+            ) -> PageResult | FetchOutcome | HealAnswer:
     """A worker's answer to one job (a PageJob, a HealJob, or a FetchJob with this thread's fetchers).
-    `extracting` says the evaluation of selectors on the page starts now (the extraction deadline)."""
+    `extracting()` is entered around the evaluation of selectors on the page (the extraction deadline)."""
     try:
         if isinstance(job, HealJob):
-            with _PARSING:
-                extracting()
+            with _PARSING, extracting():
                 return run_heal(job)
         if isinstance(job, FetchJob):
             fetcher = fetchers.get(job.fetch)
@@ -288,8 +289,7 @@ def _answer(job, fetchers: dict, extracting: Callable[[], None] = lambda: None) 
                 except Exception as exc:   # e.g. a CA bundle that cannot be read (TLSSetupError): no fetch can work
                     return FetchOutcome(error_type=errors.NETWORK, error=f"cannot set up the HTTP client: {exc}")
             return fetch_and_process(job, fetcher, extracting)
-        with _PARSING:
-            extracting()
+        with _PARSING, extracting():
             return process_page(job, html=job.text)
     except Exception as exc:   # both catch the page's and the fetch's errors; this is a bug
         line = f"internal error in the worker: {type(exc).__name__}: {exc}"
@@ -304,6 +304,12 @@ def _answer(job, fetchers: dict, extracting: Callable[[], None] = lambda: None) 
 READY = 0
 # A note before a job's answer, (id, EXTRACTING): the selectors' evaluation on the page starts now.
 EXTRACTING = "extracting"
+# A worker's own alarm goes off this long after the daemon's extraction deadline: the daemon
+# stops a worker that overran (after recording what it must), and the alarm (SIGALRM, whose
+# default action ends the process even inside a C call holding the GIL) ends a worker whose
+# daemon is gone or did not stop it. Without it, a worker busy in one selector call when its
+# daemon is killed would only notice when the call returns, minutes later.
+ALARM_MARGIN_S = 5.0
 
 
 def _serve(jobs: Connection, results: Connection, threads: int) -> None:
@@ -342,14 +348,24 @@ def _serve(jobs: Connection, results: Connection, threads: int) -> None:
                 item = next_job()
                 if item is None:
                     return
-                ident, job = item
+                ident, job, alarm = item if len(item) == 3 else (*item, None)
 
-                def extracting(ident=ident) -> None:
+                @contextmanager
+                def extracting(ident=ident, alarm=alarm) -> Iterator[None]:
+                    """Around one extraction (one at a time per worker: _PARSING is held): tell the
+                    daemon it starts, and arm this process's own alarm for it."""
                     try:
                         with send_lock:
                             results.send((ident, EXTRACTING))
                     except (OSError, ValueError):
                         pass
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, alarm)
+                    try:
+                        yield
+                    finally:
+                        if alarm:
+                            signal.setitimer(signal.ITIMER_REAL, 0)
 
                 answer = _answer(job, fetchers, extracting)
                 try:
@@ -541,9 +557,10 @@ class WorkerPool:
         ident = next(self._ids)
         w = self._take(ident, slot)
         try:
+            alarm = self.extraction_timeout + ALARM_MARGIN_S if self.extraction_timeout else None
             try:
                 with w.send_lock:
-                    w.jobs.send((ident, job))
+                    w.jobs.send((ident, job, alarm))
             except (OSError, ValueError):
                 self._kill(w)       # a worker whose pipe refuses a job is dead: its reader fails the slot
             if not self._wait(slot):
@@ -662,6 +679,7 @@ def main(argv: list[str]) -> None:
     # a SIGTERM sent to the whole service must not fail the scrapes it is finishing.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)   # a job's own alarm ends the process (ALARM_MARGIN_S)
     threads = int(argv[3]) if len(argv) > 3 else 1
     _serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False), threads)
 
