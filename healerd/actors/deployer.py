@@ -160,6 +160,7 @@ class Deployer(ServiceActor):
             reason = f"{UNFETCHED}: {exc.message}"
             self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason, conclusive=False)
+
         def too_slow(line: str) -> None:   # before the worker is killed: a restart must not try it again
             self.registry.write(Ledger.reject_version, name, version, str(TooSlow(line)))
 
