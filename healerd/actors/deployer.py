@@ -90,7 +90,7 @@ class Deployer(ServiceActor):
         except FetchError as exc:
             return {"passes": None, "reason": f"{exc.error_type}: {exc.message}"}
         try:
-            ex = run_parser_on(bp, page.text, page_limits(self.config))
+            ex = self.run_parser(bp, page.text, page_limits(self.config))
         except Exception as exc:
             return {"passes": False, "reason": f"PARSE_ERROR: its parser failed: {getattr(exc, 'reason', None) or exc}"}
         good = snapshots.get(self.conn, msg.name, snapshots.LAST_GOOD)

@@ -27,7 +27,6 @@ from healerd.config import Config
 from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.diagnosis import DiagnosisContext
-from healerd.core.drift import page_drift
 from healerd.core.extract import PageTooLarge
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
 from healerd.core.routing import (
@@ -277,7 +276,7 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status or 200)
-        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        drift = _drift(bp, good, html, ex.data, self.bounded) if result.passed else None
         if drift:
             ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
                                 result.report())
@@ -323,7 +322,7 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status)
-        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        drift = _drift(bp, good, html, ex.data, self.bounded) if result.passed else None
         if drift:
             ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
                                 result.report())
@@ -385,7 +384,7 @@ class Doctor(ServiceActor):
         if res["outcome"] not in ("staged", "declined") or res.get("version") is None:
             return None
         try:
-            would = run_parser_on(candidate, ctx.current_html).data
+            would = self.run_parser(candidate, ctx.current_html).data
         except Exception:
             would = None
         shown = proposal(ctx.source_name, res["version"], would, ctx.last_good_records, list(candidate.fields))
@@ -525,17 +524,16 @@ class Doctor(ServiceActor):
         return self.registry.trials.heal(ctx.blueprint, ctx.original_html or "", ctx.last_good_records,
                                          ctx.current_html or "")
 
-    @staticmethod
-    def _without_gone(ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
+    def _without_gone(self, ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
         """The blueprint a person could use now: the gone fields made optional and the others repaired
         for the current page (the built-in healer run again on that blueprint), or None when even that
         does not read the page. Only suggested in the report: making a field optional is a person's call."""
         from healerd.core.blueprint_toml import with_optional
-        from healerd.core.heal.builtin import heal
 
         optional = with_optional(ctx.blueprint, gone)
-        try:
-            again = heal(optional, ctx.original_html or "", ctx.last_good_records or {}, ctx.current_html)
+        try:   # the built-in healer on pages nobody checked: in the trial worker, with its deadline
+            again = self.bounded("heal", optional, ctx.original_html or "", ctx.last_good_records or {},
+                                 ctx.current_html)
         except Exception:
             log.exception("could not repair the blueprint of %s without its gone fields", ctx.source_name)
             return None
@@ -543,11 +541,10 @@ class Doctor(ServiceActor):
             return None
         return optional if again.unchanged or again.blueprint is None else again.blueprint
 
-    @staticmethod
-    def _data_gone(ctx: DiagnosisContext, details: dict | None) -> list[str]:
+    def _data_gone(self, ctx: DiagnosisContext, details: dict | None) -> list[str]:
         """The fields of a refusal whose data is gone from the page (all the fields it names, or none:
         a refusal that also names a field still on the page is a healer's limit)."""
-        from healerd.core.heal.data_gone import gone_fields, refused_fields
+        from healerd.core.heal.data_gone import refused_fields
 
         refused = refused_fields(details)
         items = (details or {}).get("items")
@@ -556,7 +553,7 @@ class Doctor(ServiceActor):
         if not refused or not ctx.original_html or not ctx.current_html:
             return []
         try:
-            gone = gone_fields(ctx.blueprint, ctx.original_html, ctx.current_html, refused)
+            gone = self.bounded("gone_fields", ctx.blueprint, ctx.original_html, ctx.current_html, refused)
         except Exception:
             log.exception("could not tell whether the data of %s is gone", ctx.source_name)
             return []
@@ -762,13 +759,14 @@ def ctx_status(ctx: DiagnosisContext) -> int | None:
     return None
 
 
-def _drift(bp: Blueprint, good: dict | None, html: str, data) -> str | None:
+def _drift(bp: Blueprint, good: dict | None, html: str, data, bounded) -> str | None:
     """The Validator's drift check on the page the Doctor diagnoses: a page that passes validation
-    but whose records left the last good ones' place is not "nothing to heal"."""
+    but whose records left the last good ones' place is not "nothing to heal". `bounded` runs it
+    (ServiceActor.bounded: in the trial worker, with its deadline)."""
     if not good:
         return None
     try:
-        reason = page_drift(bp, good.get("html"), good.get("records"), html, data)
+        reason = bounded("page_drift", bp, good.get("html"), good.get("records"), html, data)
     except Exception:
         log.exception("drift check failed")
         return None

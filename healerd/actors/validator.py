@@ -20,7 +20,7 @@ from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
-from healerd.core.drift import drift_reason, page_locus, placeholder_suspect
+from healerd.core.drift import placeholder_suspect
 from healerd.core.validate import last_good_sample, validate
 from healerd.store import snapshots
 from healerd.store.db import row
@@ -96,15 +96,16 @@ class Validator(ServiceActor):
                 self.loci[job.name] = (job.version, page.locus or "")
                 return None
             bp = cached_blueprint(job.blueprint_json)
-            known = self.loci[job.name] = (job.version, page_locus(good["html"], bp))
+            # the production selectors on the last good page, in the trial worker with its deadline
+            known = self.loci[job.name] = (job.version, self.bounded("page_locus", good["html"], bp))
         if known[1] == page.locus and not suspect:
             return None
         good = good or snapshots.get(self.conn, job.name, snapshots.LAST_GOOD)
         html = page.page_text()
         if good is None or not good["html"] or not good["records"] or html is None:
             return None
-        reason = drift_reason(cached_blueprint(job.blueprint_json), good["html"], good["records"], html,
-                              page.extraction.data)
+        reason = self.bounded("drift_reason", cached_blueprint(job.blueprint_json), good["html"], good["records"],
+                              html, page.extraction.data)
         if reason is None:   # this page becomes the last good one
             self.loci[job.name] = (job.version, page.locus or "")
         return reason

@@ -24,7 +24,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from healerd.adapters.workers import HealAnswer, HealJob, PageJob, PageResult, WorkerError, WorkerPool
+from healerd.adapters.workers import (
+    CALLS,
+    CallJob,
+    HealAnswer,
+    HealJob,
+    PageJob,
+    PageResult,
+    WorkerError,
+    WorkerPool,
+)
 from healerd.core.blueprint import Blueprint
 from healerd.core.errors import HealerdError
 from healerd.core.extract import Extraction, PageLimits, PageTooLarge
@@ -73,7 +82,7 @@ class Trials:
                                         threads=self.threads, extraction_timeout=self.timeout)
             return self._pool
 
-    def _run(self, job: PageJob | HealJob, on_overrun: Callable[[str], None] | None) -> Any:
+    def _run(self, job: PageJob | HealJob | CallJob, on_overrun: Callable[[str], None] | None) -> Any:
         for attempt in (1, 2):
             try:
                 return self._get().run(job, on_overrun=on_overrun)
@@ -105,6 +114,17 @@ class Trials:
         ans: HealAnswer = self._run(HealJob(blueprint_json=bp.to_json(), original_html=original_html,
                                             last_good_records=last_good_records, current_html=current_html),
                                     on_overrun)
+        if ans.error is not None:
+            raise TrialFailed(ans.error)
+        return ans.result
+
+    def call(self, name: str, *args: Any, on_overrun: Callable[[str], None] | None = None) -> Any:
+        """One of the core's page checks (`workers.CALLS`: the built-in healer, drift, data gone)
+        on pages nobody checked, in the worker: its result; TooSlow past the deadline, TrialFailed
+        when it raised."""
+        if name not in CALLS:
+            raise ValueError(f"no such page check: {name!r}")
+        ans: HealAnswer = self._run(CallJob(name, args), on_overrun)
         if ans.error is not None:
             raise TrialFailed(ans.error)
         return ans.result

@@ -101,6 +101,31 @@ class HealJob:
 
 
 @dataclass(frozen=True)
+class CallJob:
+    """One of the core's page checks that evaluate a blueprint's selectors on pages nobody
+    checked (CALLS), run in a worker under the extraction deadline: `name` and its arguments."""
+    name: str
+    args: tuple
+
+
+def _core_call(name: str) -> Callable[..., Any]:
+    """The core function a CallJob names (only these: the pipe carries names, never code)."""
+    if name == "heal":
+        from healerd.core.heal.builtin import heal
+        return heal
+    if name == "gone_fields":
+        from healerd.core.heal.data_gone import gone_fields
+        return gone_fields
+    if name in ("drift_reason", "page_drift", "page_locus"):
+        from healerd.core import drift
+        return getattr(drift, name)
+    raise ValueError(f"no such page check: {name!r}")
+
+
+CALLS = ("heal", "gone_fields", "drift_reason", "page_drift", "page_locus")
+
+
+@dataclass(frozen=True)
 class HealAnswer:
     result: Any = None             # healerd.core.heal.evidence.HealResult
     error: str | None = None       # the healer crashed: one line
@@ -270,6 +295,14 @@ def run_heal(job: HealJob) -> HealAnswer:
         return HealAnswer(error=f"the built-in healer failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
 
 
+def run_call(job: CallJob) -> HealAnswer:
+    """A CallJob's answer: the function's result, or its failure in one line. Never raises."""
+    try:
+        return HealAnswer(result=_core_call(job.name)(*job.args))
+    except Exception as exc:
+        return HealAnswer(error=f"{job.name} failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
 def _answer(job, fetchers: dict, extracting: Callable[[], AbstractContextManager[None]] = nullcontext
             ) -> PageResult | FetchOutcome | HealAnswer:
     """A worker's answer to one job (a PageJob, a HealJob, or a FetchJob with this thread's fetchers).
@@ -278,6 +311,9 @@ def _answer(job, fetchers: dict, extracting: Callable[[], AbstractContextManager
         if isinstance(job, HealJob):
             with _PARSING, extracting():
                 return run_heal(job)
+        if isinstance(job, CallJob):
+            with _PARSING, extracting():
+                return run_call(job)
         if isinstance(job, FetchJob):
             fetcher = fetchers.get(job.fetch)
             if fetcher is None:   # one client per thread and fetch configuration, kept for keep-alive
@@ -295,7 +331,7 @@ def _answer(job, fetchers: dict, extracting: Callable[[], AbstractContextManager
         line = f"internal error in the worker: {type(exc).__name__}: {exc}"
         if isinstance(job, FetchJob):
             return FetchOutcome(error_type=errors.PARSE_ERROR, error=line)
-        if isinstance(job, HealJob):
+        if isinstance(job, (HealJob, CallJob)):
             return HealAnswer(error=line)
         return PageResult(page_sha="", error=line)
 
@@ -546,7 +582,7 @@ class WorkerPool:
                 return False
             pending[0].ready.wait(min(left, _IDLE_POLL_S))   # a worker replaced meanwhile is looked at again
 
-    def run(self, job: PageJob | FetchJob | HealJob, on_overrun: Callable[[str], None] | None = None):
+    def run(self, job: PageJob | FetchJob | HealJob | CallJob, on_overrun: Callable[[str], None] | None = None):
         """The worker's answer to `job` (PageResult for a PageJob, FetchOutcome for a FetchJob,
         HealAnswer for a HealJob); WorkerError when its worker died or the job overran a deadline.
 
