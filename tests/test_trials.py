@@ -142,3 +142,15 @@ def test_a_worker_its_daemon_does_not_stop_ends_itself_past_the_deadline(monkeyp
         assert proc.wait(30) == -signal.SIGALRM   # the worker ended itself
     finally:
         pool.close()
+
+
+def test_the_cores_page_checks_run_in_the_worker_by_name_only(trials):
+    from healerd.core.drift import page_locus
+
+    assert trials.call("page_locus", LIST, OK_BP) == page_locus(LIST, OK_BP)
+    with pytest.raises(ValueError, match="no such page check"):
+        trials.call("os.system", "true")
+    victim = trials.pids()[0]
+    with pytest.raises(TooSlow):   # the drift locus reads production's selectors on the page: bounded too
+        trials.call("page_locus", DEEP, SLOW_BP)
+    assert victim not in trials.pids()
