@@ -137,6 +137,18 @@ CREATE TABLE IF NOT EXISTS parser_versions (
 CREATE UNIQUE INDEX IF NOT EXISTS parser_versions_one_production
     ON parser_versions(source_name) WHERE status = 'production';
 
+-- Every answer an external healer gave for a source, by the hash of the normalized candidate
+-- (healerd.core.selector_bounds.candidate_digest), noted in the transaction that stages it:
+-- the same answer is never staged twice, whatever became of it (rejected, too slow on the
+-- page, or interrupted by a crash while it was being tried).
+CREATE TABLE IF NOT EXISTS healer_answers (
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,
+    digest      TEXT NOT NULL,
+    version     INTEGER NOT NULL,                   -- the version it was staged as
+    first_at    REAL NOT NULL,
+    PRIMARY KEY (source_name, digest)
+);
+
 -- The last good page and the current page per source, zlib-compressed.
 CREATE TABLE IF NOT EXISTS snapshots (
     source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,

@@ -38,6 +38,7 @@ class DaemonSection:
     jitter: float = 0.1                   # +-10 % on every schedule
     tick: float = 0.2                     # scheduler tick, seconds
     workers: int | str = "auto"           # extraction worker processes; "auto": one per core (1-4), 0: in-process
+    extraction_timeout: float = 15.0      # wall clock for the selectors on one page in a worker (scrape or candidate)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ _DURATIONS = {
     ("doctor", "attempt_window"), ("doctor", "quarantine_for"), ("doctor", "systemic_window"),
     ("doctor", "dead_after"), ("doctor", "review_window"), ("doctor", "timeout_backoff"),
     ("alerts", "dedupe_window"), ("browser", "launch_timeout"),
+    ("daemon", "extraction_timeout"),
 }
 _SECTIONS = {"daemon": DaemonSection, "fetch": FetchSection, "doctor": DoctorSection,
              "healer": HealerSection, "alerts": AlertsSection,
@@ -232,6 +234,8 @@ def _check(cfg: Config) -> None:
         raise ConfigError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {cfg.healer.kind!r}")
     if cfg.daemon.scrapers < 1:
         raise ConfigError("[daemon] scrapers: at least 1")
+    if cfg.daemon.extraction_timeout <= 0:
+        raise ConfigError("[daemon] extraction_timeout: must be greater than zero")
     if cfg.doctor.probation < 1:
         raise ConfigError("[doctor] probation: at least 1")
     for key in ("max_bytes", "max_items", "max_elements", "max_depth"):

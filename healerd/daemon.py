@@ -160,6 +160,9 @@ class Daemon:
         reg = self.registry
         # its worker starts on the first browser fetch; its files live in <state dir>/browser
         reg.browser = BrowserPool(cfg.browser, fetch_config(cfg), self.state_dir)
+        from healerd.adapters.trials import Trials
+
+        reg.trials = Trials(cfg.daemon.extraction_timeout)   # its worker starts on the first trial
         self._start_workers()
         self._factories = {
             "writer": lambda: StoreWriter.start(self.db_path, cfg, reg, self.waiters),
@@ -183,12 +186,13 @@ class Daemon:
         threads = worker_threads(self.config.daemon.scrapers, want)
         if self.workers is not None and (self.workers.size, self.workers.threads) == (want, threads) \
                 and not self.workers.closed:
+            self.workers.extraction_timeout = self.config.daemon.extraction_timeout   # a reload may change it
             return
         self.stop_workers()
         if want > 0:
             # A job is a fetch (bounded by its own deadline) and then a parse.
             self.workers = WorkerPool(want, deadline=self.config.fetch.timeout * (DEADLINE_FACTOR + 3),
-                                      threads=threads)
+                                      threads=threads, extraction_timeout=self.config.daemon.extraction_timeout)
 
     def _workers_ready(self, timeout: float) -> bool:
         """Wait up to `timeout` for every extraction worker's READY; a stop signal ends the wait
@@ -238,6 +242,9 @@ class Daemon:
         pool, self.registry.browser = self.registry.browser, None
         if pool is not None:
             pool.close()   # a fetch still in flight finishes first; then the browser process ends
+        trials, self.registry.trials = self.registry.trials, None
+        if trials is not None:
+            trials.close()
         return [role for role, ref in roles.items() if ref is not None and ref.is_alive()]
 
     def check_actors(self) -> None:

@@ -57,6 +57,23 @@ class ServiceActor(pykka.ThreadingActor):
         if self.conn is not None:
             self.conn.close()
 
+    def run_parser(self, bp, html: str, limits: PageLimits | None = None, on_overrun=None):
+        """The parser `bp` on `html` where untrusted selectors are evaluated: selectors in the trial
+        worker with its deadline (TooSlow past it), code in the sandbox (healerd.actors.scraper.run_parser_on)."""
+        from healerd.actors.scraper import run_parser_on
+
+        return run_parser_on(bp, html, limits, trials=self.registry.trials, on_overrun=on_overrun)
+
+    def bounded(self, name: str, *args):
+        """A core page check that evaluates selectors on untrusted pages (healerd.adapters.workers.CALLS:
+        the built-in healer, drift, data gone) in the trial worker with its deadline (TooSlow past it);
+        in this thread only when no trial worker is set up (tools and tests)."""
+        if self.registry.trials is None:
+            from healerd.adapters.workers import _core_call
+
+            return _core_call(name)(*args)
+        return self.registry.trials.call(name, *args)
+
     def on_receive(self, message):
         if isinstance(message, Ping):
             return True

@@ -2,6 +2,12 @@
 
 The Doctor asks it to deploy a candidate; it never asks the Doctor back. Production
 moves in one transaction (StoreWriter.promote), so it is always one whole version.
+
+A candidate no person wrote passes the static selector check first (refused, never staged,
+when over the bounds: healerd.core.selector_bounds); an external healer's answer is staged
+once per source (by the digest of the normalized candidate), never twice. Every selector is
+then tried in the trial worker with its deadline (healerd.adapters.trials): a candidate past
+it is recorded as rejected ("too slow on this page") before the worker is killed.
 """
 
 from __future__ import annotations
@@ -12,10 +18,11 @@ import time
 from dataclasses import dataclass
 
 from healerd.actors.base import ServiceActor, page_limits
-from healerd.actors.scraper import run_parser_on
 from healerd.adapters.fetch import FetchError
+from healerd.adapters.trials import TooSlow
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
+from healerd.core.selector_bounds import SelectorRefused, candidate_digest, check_blueprint
 from healerd.store import snapshots, versions
 from healerd.store.db import row
 from healerd.store.ledger import Ledger
@@ -83,7 +90,7 @@ class Deployer(ServiceActor):
         except FetchError as exc:
             return {"passes": None, "reason": f"{exc.error_type}: {exc.message}"}
         try:
-            ex = run_parser_on(bp, page.text, page_limits(self.config))
+            ex = self.run_parser(bp, page.text, page_limits(self.config))
         except Exception as exc:
             return {"passes": False, "reason": f"PARSE_ERROR: its parser failed: {getattr(exc, 'reason', None) or exc}"}
         good = snapshots.get(self.conn, msg.name, snapshots.LAST_GOOD)
@@ -120,6 +127,12 @@ class Deployer(ServiceActor):
                              "WHERE s.name = ?", (name,))
         if src is None:
             return deploy_result("error", None, "the source was removed", conclusive=False)
+        if msg.origin != "human":
+            try:
+                check_blueprint(candidate, trusted=production)   # what production already has is not new
+            except SelectorRefused as exc:
+                log.warning("%s: a candidate (%s) is refused before any trial: %s", name, msg.origin, exc)
+                return deploy_result("rejected", None, f"refused before any trial: {exc}")
         if candidate.to_json() == production.to_json():
             return deploy_result("rejected", None, "the candidate is the production parser itself")
         waiting = versions.staged_with_body(self.conn, name, candidate.to_json())
@@ -128,7 +141,17 @@ class Deployer(ServiceActor):
             return deploy_result("declined", waiting, f"the same candidate is already staged as version {waiting}: "
                                                       f"awaits `healerctl approve {name} {waiting}`")
         flagged = self._flagged(name, now)
-        version = self.registry.write(Ledger.stage_version, name, candidate, msg.origin, msg.note)
+        if msg.origin == "external":
+            staged = self.registry.write(Ledger.stage_answer, name, candidate, candidate_digest(candidate),
+                                         msg.origin, msg.note)
+            if staged["version"] is None:
+                seen = staged["seen"]
+                why = f": {seen['note']}" if seen.get("note") else ""
+                return deploy_result("rejected", None, f"the healer gave this same answer before (version "
+                                                       f"{seen['version']}, {seen['status']}{why}): not staged again")
+            version = staged["version"]
+        else:
+            version = self.registry.write(Ledger.stage_version, name, candidate, msg.origin, msg.note)
         url = candidate.url or src["url"]
         try:
             page = self.fetcher.fetch(url, headers=candidate.headers or None, cookies=candidate.cookies or None,
@@ -137,14 +160,21 @@ class Deployer(ServiceActor):
             reason = f"{UNFETCHED}: {exc.message}"
             self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason, conclusive=False)
+
+        def too_slow(line: str) -> None:   # before the worker is killed: a restart must not try it again
+            self.registry.write(Ledger.reject_version, name, version, str(TooSlow(line)))
+
         try:
-            cand_ex = run_parser_on(candidate, page.text, page_limits(self.config))
+            cand_ex = self.run_parser(candidate, page.text, page_limits(self.config), on_overrun=too_slow)
+        except TooSlow as exc:
+            log.warning("%s: version %s %s", name, version, exc)
+            return deploy_result("rejected", version, str(exc))
         except Exception as exc:
             reason = f"the candidate parser failed on the live page: {getattr(exc, 'reason', None) or exc}"
             self.registry.write(Ledger.reject_version, name, version, reason)
             return deploy_result("rejected", version, reason)
         try:
-            prod_ex = run_parser_on(production, page.text, page_limits(self.config))
+            prod_ex = self.run_parser(production, page.text, page_limits(self.config))
         except Exception:
             prod_ex = None
         good = snapshots.get(self.conn, name, snapshots.LAST_GOOD)
@@ -185,17 +215,18 @@ class Deployer(ServiceActor):
         proved on both pages and judged on the live page, replaces the candidate. None: no merge."""
         from healerd.core.production import ProofPage, merge_and_prove, trial
 
-        live = trial(0, production, page.text, run=run_parser_on, extraction=prod_ex,
+        run = self.run_parser
+        live = trial(0, production, page.text, run=run, extraction=prod_ex,
                      recent_counts=counts,
                      last_good=good["records"] if good else None, status=page.status)
-        made_for = trial(0, candidate, msg.page_html, run=run_parser_on, recent_counts=counts,
+        made_for = trial(0, candidate, msg.page_html, run=run, recent_counts=counts,
                          last_good=good["records"] if good else None)
         if not live.passed or not made_for.passed:
             return None
         merged, why = merge_and_prove(production, candidate, [
             ProofPage("the live page", page.text, live.extraction.data, page.status),
             ProofPage("the page the candidate was made for", msg.page_html, made_for.extraction.data)],
-            recent_counts=counts)
+            recent_counts=counts, run=run)
         if merged is None:
             log.info("%s: the candidate reads one layout only and no merge holds: %s", msg.name, "; ".join(why[:2]))
             return None
@@ -203,7 +234,11 @@ class Deployer(ServiceActor):
                             "reads one of two layouts the site serves: merged with production instead")
         mv = self.registry.write(Ledger.stage_version, msg.name, merged, msg.origin,
                                  f"{msg.note}; merged with production: both layouts the site serves")
-        merged_ex = run_parser_on(merged, page.text)
+        try:
+            merged_ex = run(merged, page.text)
+        except Exception as exc:   # proved on this very page a moment ago; a worker lost meanwhile
+            self.registry.write(Ledger.reject_version, msg.name, mv, f"the merged parser failed on the live page: {exc}")
+            return deploy_result("rejected", mv, f"the merged parser failed on the live page: {exc}")
         verdict = judge(merged, production, merged_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged, status=page.status,
                         confidence=msg.confidence)

@@ -21,13 +21,12 @@ from healerd.actors.deployer import UNFETCHED, Deploy
 from healerd.actors.messages import Alert, HealTask, Ping
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.scheduler import DoctorIdle
-from healerd.actors.scraper import run_parser_on
 from healerd.adapters.fetch import FetchError
+from healerd.adapters.trials import TooSlow
 from healerd.config import Config
 from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.diagnosis import DiagnosisContext
-from healerd.core.drift import page_drift
 from healerd.core.extract import PageTooLarge
 from healerd.core.htmldiff import diff_signature, structural_diff, template_signature
 from healerd.core.routing import (
@@ -265,9 +264,11 @@ class Doctor(ServiceActor):
             ctx.actual_output = {"status": exc.status}
             return ctx, None
         try:
-            ex = run_parser_on(bp, html, page_limits(self.config))
+            ex = self.run_parser(bp, html, page_limits(self.config))
         except PageTooLarge as exc:
             return None, f"the page passes a work bound ({exc}); {route(errors.TOO_LARGE)[1]}"
+        except TooSlow as exc:   # production's own selectors: a scrape of this page is a TIMEOUT, not a repair
+            return None, f"the production parser is {exc}: healing cannot help (a scrape of it fails as TIMEOUT)"
         except Exception as exc:
             ctx = self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
                                 f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
@@ -275,7 +276,7 @@ class Doctor(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status or 200)
-        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        drift = _drift(bp, good, html, ex.data, self.bounded) if result.passed else None
         if drift:
             ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
                                 result.report())
@@ -314,14 +315,14 @@ class Doctor(ServiceActor):
 
     def _judge_page(self, name, src, bp: Blueprint, version, good, html: str, status: int) -> DiagnosisContext:
         try:
-            ex = run_parser_on(bp, html)
+            ex = self.run_parser(bp, html)
         except Exception as exc:
             return self._context(name, src, bp, version, good, html, errors.PARSE_ERROR,
                                  f"the parser failed: {getattr(exc, 'reason', None) or exc}", [], "")
         counts = json.loads(src["item_counts"] or "[]")
         result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                           status=status)
-        drift = _drift(bp, good, html, ex.data) if result.passed else None
+        drift = _drift(bp, good, html, ex.data, self.bounded) if result.passed else None
         if drift:
             ctx = self._context(name, src, bp, version, good, html, errors.SCHEMA_MISMATCH, drift, [drift],
                                 result.report())
@@ -383,7 +384,7 @@ class Doctor(ServiceActor):
         if res["outcome"] not in ("staged", "declined") or res.get("version") is None:
             return None
         try:
-            would = run_parser_on(candidate, ctx.current_html).data
+            would = self.run_parser(candidate, ctx.current_html).data
         except Exception:
             would = None
         shown = proposal(ctx.source_name, res["version"], would, ctx.last_good_records, list(candidate.fields))
@@ -480,15 +481,18 @@ class Doctor(ServiceActor):
         return None
 
     def _builtin_rung(self, ctx: DiagnosisContext, tried: list[str], missing: list[str]) -> dict | None:
-        from healerd.core.heal.builtin import heal
-
         if ctx.blueprint.parser:
             tried.append("builtin: the source has a code parser; the built-in healer repairs selectors only")
             return None
         if not ctx.original_html or ctx.last_good_records is None:
             tried.append("builtin: no last good page to learn from")
             return None
-        result = heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
+        try:
+            # The search evaluates selectors on both pages: in the trial worker, with its deadline.
+            result = self._heal(ctx)
+        except TooSlow as exc:
+            tried.append(f"builtin: {exc}")
+            return {"outcome": "rejected", "strategy": "builtin", "reason": str(exc), "version": None}
         if not result.ok:
             tried.append(f"builtin: refused: {result.reason}")
             self._best_guess = (result.candidate, result.reason) if result.candidate is not None else None
@@ -511,17 +515,25 @@ class Doctor(ServiceActor):
         return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
                 "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
 
-    @staticmethod
-    def _without_gone(ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
+    def _heal(self, ctx: DiagnosisContext):
+        """The built-in healer's HealResult: in the trial worker (in this thread only without one)."""
+        if self.registry.trials is None:
+            from healerd.core.heal.builtin import heal
+
+            return heal(ctx.blueprint, ctx.original_html, ctx.last_good_records, ctx.current_html)
+        return self.registry.trials.heal(ctx.blueprint, ctx.original_html or "", ctx.last_good_records,
+                                         ctx.current_html or "")
+
+    def _without_gone(self, ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
         """The blueprint a person could use now: the gone fields made optional and the others repaired
         for the current page (the built-in healer run again on that blueprint), or None when even that
         does not read the page. Only suggested in the report: making a field optional is a person's call."""
         from healerd.core.blueprint_toml import with_optional
-        from healerd.core.heal.builtin import heal
 
         optional = with_optional(ctx.blueprint, gone)
-        try:
-            again = heal(optional, ctx.original_html or "", ctx.last_good_records or {}, ctx.current_html)
+        try:   # the built-in healer on pages nobody checked: in the trial worker, with its deadline
+            again = self.bounded("heal", optional, ctx.original_html or "", ctx.last_good_records or {},
+                                 ctx.current_html)
         except Exception:
             log.exception("could not repair the blueprint of %s without its gone fields", ctx.source_name)
             return None
@@ -529,11 +541,10 @@ class Doctor(ServiceActor):
             return None
         return optional if again.unchanged or again.blueprint is None else again.blueprint
 
-    @staticmethod
-    def _data_gone(ctx: DiagnosisContext, details: dict | None) -> list[str]:
+    def _data_gone(self, ctx: DiagnosisContext, details: dict | None) -> list[str]:
         """The fields of a refusal whose data is gone from the page (all the fields it names, or none:
         a refusal that also names a field still on the page is a healer's limit)."""
-        from healerd.core.heal.data_gone import gone_fields, refused_fields
+        from healerd.core.heal.data_gone import refused_fields
 
         refused = refused_fields(details)
         items = (details or {}).get("items")
@@ -542,7 +553,7 @@ class Doctor(ServiceActor):
         if not refused or not ctx.original_html or not ctx.current_html:
             return []
         try:
-            gone = gone_fields(ctx.blueprint, ctx.original_html, ctx.current_html, refused)
+            gone = self.bounded("gone_fields", ctx.blueprint, ctx.original_html, ctx.current_html, refused)
         except Exception:
             log.exception("could not tell whether the data of %s is gone", ctx.source_name)
             return []
@@ -712,7 +723,7 @@ class Doctor(ServiceActor):
         for url in candidates[:15]:
             try:
                 page = self.fetcher.fetch(url)
-                ex = run_parser_on(ctx.blueprint, page.text, page_limits(self.config))
+                ex = self.run_parser(ctx.blueprint, page.text, page_limits(self.config))
             except Exception:
                 continue
             result = validate(ex, ctx.blueprint, last_good=ctx.last_good_records, html=page.text, status=page.status)
@@ -748,13 +759,14 @@ def ctx_status(ctx: DiagnosisContext) -> int | None:
     return None
 
 
-def _drift(bp: Blueprint, good: dict | None, html: str, data) -> str | None:
+def _drift(bp: Blueprint, good: dict | None, html: str, data, bounded) -> str | None:
     """The Validator's drift check on the page the Doctor diagnoses: a page that passes validation
-    but whose records left the last good ones' place is not "nothing to heal"."""
+    but whose records left the last good ones' place is not "nothing to heal". `bounded` runs it
+    (ServiceActor.bounded: in the trial worker, with its deadline)."""
     if not good:
         return None
     try:
-        reason = page_drift(bp, good.get("html"), good.get("records"), html, data)
+        reason = bounded("page_drift", bp, good.get("html"), good.get("records"), html, data)
     except Exception:
         log.exception("drift check failed")
         return None

@@ -32,6 +32,7 @@ class ActorRegistry:
         self._scrapers: list[pykka.ActorRef] = []
         self._rr = itertools.count()
         self.browser = None   # the daemon's healerd.adapters.browser.BrowserPool, shared by every actor's Fetcher
+        self.trials = None    # the daemon's healerd.adapters.trials.Trials: untrusted selectors, in a worker
 
     def set(self, role: str, ref: pykka.ActorRef) -> None:
         with self._lock:

@@ -44,12 +44,18 @@ def cached_blueprint(body: str) -> Blueprint:
     return from_json(body)
 
 
-def run_parser_on(bp: Blueprint, html: str, limits: PageLimits | None = None) -> Extraction:
-    """The production parser on a page: selectors in-process, code parsers in the sandbox.
+def run_parser_on(bp: Blueprint, html: str, limits: PageLimits | None = None, *, trials=None,
+                  on_overrun=None) -> Extraction:
+    """A parser on a page: code parsers in the sandbox; selectors in the trial worker when
+    `trials` (healerd.adapters.trials.Trials: a wall-clock deadline, TooSlow past it, `on_overrun`
+    called before the worker is killed), else in this process (tools and tests only: the actors
+    always pass the daemon's Trials).
 
     The page's work bounds are checked first (PageTooLarge): elements and nesting before
     anything parses it, then the number of items."""
     limits = limits or PageLimits()
+    if trials is not None and not bp.parser:
+        return trials.extract(bp, html, limits, on_overrun=on_overrun)
     check_page(html, limits.max_elements, limits.max_depth)
     if bp.parser:
         from healerd.adapters.sandbox import run_parser
@@ -135,9 +141,9 @@ class Scraper(ServiceActor):
             out = fetch_and_process(work, self.fetcher)
         else:
             out = self._on_worker(work, job.name)
-            if isinstance(out, str):
+            if isinstance(out, tuple):
                 return ExtractedPage(job=job, started_at=started, finished_at=time.time(),
-                                     error_type=errors.PARSE_ERROR, error=out)
+                                     error_type=out[0], error=out[1])
         return self._page_of(job, started, out)
 
     def _page_of(self, job: ScrapeJob, started: float, out: FetchOutcome) -> ExtractedPage:
@@ -152,9 +158,11 @@ class Scraper(ServiceActor):
         return page
 
     def _on_worker(self, work: FetchJob | PageJob, name: str):
-        """The pool's answer to `work`, or the failure line (a str) when there is none. A job whose
+        """The pool's answer to `work`, or (error class, line) when there is none. A job whose
         worker died under it is tried once more (another job's page may have killed it); one
-        that overran its own deadline is not. WorkerError only when the pool is stopped."""
+        that overran its own deadline is not: past the extraction deadline it is a TIMEOUT
+        ("extraction too slow": the page makes the selectors too slow), else a PARSE_ERROR.
+        WorkerError only when the pool is stopped."""
         assert self.workers is not None
         for attempt in (1, 2):
             try:
@@ -162,8 +170,11 @@ class Scraper(ServiceActor):
             except WorkerError as exc:
                 if self.workers.closed:
                     raise
+                if exc.too_slow:
+                    log.warning("scrape of %s: %s", name, exc)
+                    return errors.TIMEOUT, str(exc)
                 if attempt == 2 or not exc.died_under:
-                    return f"the parser failed on this page: {exc}"
+                    return errors.PARSE_ERROR, f"the parser failed on this page: {exc}"
                 log.warning("scrape of %s: %s; trying once more", name, exc)
         raise AssertionError("unreachable")
 
@@ -190,9 +201,8 @@ class Scraper(ServiceActor):
             out = process_page(work, html=res.text)
         else:
             out = self._on_worker(work, job.name)
-            if isinstance(out, str):
+            if isinstance(out, tuple):
                 page.page_sha = hashlib.sha256(res.body).hexdigest()
-                page.error_type = errors.PARSE_ERROR
-                page.error = out
+                page.error_type, page.error = out
                 return
         self._take_result(page, out)

@@ -20,7 +20,7 @@ from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
-from healerd.core.drift import drift_reason, page_locus, placeholder_suspect
+from healerd.core.drift import placeholder_suspect
 from healerd.core.validate import last_good_sample, validate
 from healerd.store import snapshots
 from healerd.store.db import row
@@ -96,15 +96,16 @@ class Validator(ServiceActor):
                 self.loci[job.name] = (job.version, page.locus or "")
                 return None
             bp = cached_blueprint(job.blueprint_json)
-            known = self.loci[job.name] = (job.version, page_locus(good["html"], bp))
+            # the production selectors on the last good page, in the trial worker with its deadline
+            known = self.loci[job.name] = (job.version, self.bounded("page_locus", good["html"], bp))
         if known[1] == page.locus and not suspect:
             return None
         good = good or snapshots.get(self.conn, job.name, snapshots.LAST_GOOD)
         html = page.page_text()
         if good is None or not good["html"] or not good["records"] or html is None:
             return None
-        reason = drift_reason(cached_blueprint(job.blueprint_json), good["html"], good["records"], html,
-                              page.extraction.data)
+        reason = self.bounded("drift_reason", cached_blueprint(job.blueprint_json), good["html"], good["records"],
+                              html, page.extraction.data)
         if reason is None:   # this page becomes the last good one
             self.loci[job.name] = (job.version, page.locus or "")
         return reason
@@ -126,7 +127,6 @@ class Validator(ServiceActor):
     def _plan_before_heal(self, page: ExtractedPage, outcome: ScrapeOutcome, counts, last_good) -> dict | None:
         """The production version failed on this page: try the previous one (and a merge of the
         two) before the source goes to the Doctor. The plan, or None for ordinary healing."""
-        from healerd.actors.scraper import run_parser_on
         from healerd.core.production import HEAL, ProofPage, plan_before_heal, trial
         from healerd.store import probation, versions
 
@@ -142,12 +142,13 @@ class Validator(ServiceActor):
         prev = probation.version_row(self.conn, job.name, prev_version)
         status = page.status or 200
         html = page.page_text()
-        previous = trial(prev_version, cached_blueprint(prev["body"]), html, run=run_parser_on,
+        run = self.run_parser   # in the trial worker, with its deadline: the page is untrusted
+        previous = trial(prev_version, cached_blueprint(prev["body"]), html, run=run,
                          recent_counts=counts,
                          last_good=last_good, status=status)
         if not previous.passed:
             return None
-        production = trial(job.version, cached_blueprint(job.blueprint_json), html, run=run_parser_on,
+        production = trial(job.version, cached_blueprint(job.blueprint_json), html, run=run,
                            extraction=page.extraction,
                            recent_counts=counts, last_good=last_good, status=status)
         alternating = probation.took_turns(self.conn, job.name, job.version, prev_version)
@@ -156,7 +157,7 @@ class Validator(ServiceActor):
             if stored and stored["records"] is not None else None
         plan = plan_before_heal(error_type=outcome.error_type, production=production, previous=previous,
                                 html=html, status=status, production_page=own, alternating=alternating,
-                                recent_counts=counts)
+                                recent_counts=counts, run=run)
         if plan.action == HEAL:
             return None
         log.info("%s: %s", job.name, plan.reason)

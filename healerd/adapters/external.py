@@ -28,6 +28,7 @@ from healerd.core.blueprint import Blueprint, BlueprintError, from_dict
 from healerd.core.diagnosis import DiagnosisContext
 from healerd.core.peers import plain_secret_refusal, request_url, split_unix_url
 from healerd.core.sanitize import MIN_LITERAL, mask_text, mask_url, reveal, secret_values
+from healerd.core.selector_bounds import SelectorRefused, check_blueprint
 
 MASK = "***"
 TIERS = ("minimal", "context", "deep")
@@ -375,6 +376,10 @@ def candidate_from_files(ctx: DiagnosisContext, files: Any, config: HealerConfig
             check_parser_source(candidate.parser)
         except ParserRejected as exc:
             return Candidate("refused", f"parser.py is refused: {exc.reason}", None)
+    try:   # every selector the healer wrote: bounded before anything evaluates it
+        check_blueprint(candidate, trusted=original)
+    except SelectorRefused as exc:
+        return Candidate("refused", f"blueprint.json is refused: {exc}", None)
     if candidate.to_dict() == original.to_dict():
         return Candidate("refused", "the candidate is the current blueprint unchanged", None)
     what = "a candidate parser" if candidate.parser and candidate.parser != original.parser else \

@@ -16,6 +16,12 @@ overlap their network waits while its parsing uses its own core. A Scraper threa
 job to the least busy worker and waits for the answer; a reader thread per worker hands
 each answer to its caller. A worker that dies fails the jobs it had in hand with a clear
 line and is replaced at once; a job over its deadline gets its worker killed and replaced.
+Extraction has its own wall-clock deadline (`extraction_timeout`), counted from the moment the
+worker starts evaluating selectors on the page (it says so: an EXTRACTING note on the result
+pipe): selectolax has no time limit of its own, and a page (or a selector) can be shaped to
+make one `.css()` call take minutes. A job past it fails as "extraction too slow" (WorkerError
+with `too_slow`) and its worker is killed and replaced; a caller's `on_overrun` runs first.
+`HealJob` runs the built-in selector healer on two pages the same way (healerd/adapters/trials.py).
 The pool is started with the daemon's actors and stopped at shutdown; when the daemon
 itself dies, each worker's pipe closes and the worker exits.
 """
@@ -32,9 +38,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection
+from typing import Any
 
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, FetchResult, tls_context
 from healerd.core import errors
@@ -77,6 +86,49 @@ class PageJob:
     blueprint_json: str            # a selector blueprint: its extraction part (Blueprint.extraction_json) will do
     good_sha: str | None = None    # the last good snapshot's hash: the page is compressed only when it differs
     limits: PageLimits = PageLimits()   # the page's work bounds ([fetch] max_items, max_elements, max_depth)
+    snapshot: bool = True          # False: a trial of a candidate, nothing is kept of the page
+    text: str | None = None        # the page as text already (a trial's page): `body` is then not read
+
+
+@dataclass(frozen=True)
+class HealJob:
+    """The built-in selector healer's search on two pages (healerd.core.heal.builtin.heal), in a
+    worker: the pages are untrusted and the search evaluates selectors on them."""
+    blueprint_json: str            # the whole blueprint (the candidate keeps its url, headers...)
+    original_html: str
+    last_good_records: Any
+    current_html: str
+
+
+@dataclass(frozen=True)
+class CallJob:
+    """One of the core's page checks that evaluate a blueprint's selectors on pages nobody
+    checked (CALLS), run in a worker under the extraction deadline: `name` and its arguments."""
+    name: str
+    args: tuple
+
+
+def _core_call(name: str) -> Callable[..., Any]:
+    """The core function a CallJob names (only these: the pipe carries names, never code)."""
+    if name == "heal":
+        from healerd.core.heal.builtin import heal
+        return heal
+    if name == "gone_fields":
+        from healerd.core.heal.data_gone import gone_fields
+        return gone_fields
+    if name in ("drift_reason", "page_drift", "page_locus"):
+        from healerd.core import drift
+        return getattr(drift, name)
+    raise ValueError(f"no such page check: {name!r}")
+
+
+CALLS = ("heal", "gone_fields", "drift_reason", "page_drift", "page_locus")
+
+
+@dataclass(frozen=True)
+class HealAnswer:
+    result: Any = None             # healerd.core.heal.evidence.HealResult
+    error: str | None = None       # the healer crashed: one line
 
 
 @dataclass(frozen=True)
@@ -101,13 +153,14 @@ def decode(body: bytes, encoding: str) -> str:
 
 def process_page(job: PageJob, html: str | None = None) -> PageResult:
     """Hash, extract and (when changed) compress one page. Never raises for a bad page."""
-    sha = hashlib.sha256(job.body).hexdigest()
+    raw = job.body if job.body or html is None else html.encode("utf-8", "surrogatepass")   # a trial sends text only
+    sha = hashlib.sha256(raw).hexdigest()
     text = html if html is not None else decode(job.body, job.encoding)
     snapshot = None
     try:
         # Elements and nesting are bounded before anything parses the page, items before records are built.
         check_page(text, job.limits.max_elements, job.limits.max_depth)
-        snapshot = compress_page(text) if sha != job.good_sha else None
+        snapshot = compress_page(text) if job.snapshot and sha != job.good_sha else None
         bp = _blueprint(job.blueprint_json)
         tree = parse_html(text)
         items: list = []
@@ -143,11 +196,13 @@ class WorkerError(Exception):
 
     `died_under` is True when the worker died with the job in hand: another job's page may
     have been what killed it, so the job is worth one more try; False when this job itself
-    overran its deadline (or the pool is stopped)."""
+    overran its deadline (or the pool is stopped). `too_slow` is True when the overrun was
+    the extraction's own deadline (the selectors on this page), not the fetch's."""
 
-    def __init__(self, message: str, died_under: bool = False):
+    def __init__(self, message: str, died_under: bool = False, too_slow: bool = False):
         super().__init__(message)
         self.died_under = died_under
+        self.too_slow = too_slow
 
 
 @dataclass(frozen=True)
@@ -212,13 +267,16 @@ def fetch_answer(fetcher: Fetcher, url: str, *, headers: dict | None = None, coo
     return res
 
 
-def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
-    """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page."""
+def fetch_and_process(job: FetchJob, fetcher: Fetcher,
+                      extracting: Callable[[], AbstractContextManager[None]] = nullcontext) -> FetchOutcome:
+    """Fetch `job.url` with `fetcher` and process the page. Never raises for a bad fetch or page.
+    `extracting()` is entered once the page has arrived, around its extraction (a worker's
+    deadline: see `_serve`)."""
     res = fetch_answer(fetcher, job.url, headers=job.headers, cookies=job.cookies, etag=job.etag,
                        last_modified=job.last_modified)
     if isinstance(res, FetchOutcome):
         return res
-    with _PARSING:
+    with _PARSING, extracting():
         page = process_page(PageJob(body=res.body, encoding=res.encoding, blueprint_json=job.blueprint_json,
                                     good_sha=job.good_sha, limits=job.limits), html=res.text)
     return FetchOutcome(status=res.status, text=res.text if page.snapshot_z is None else None,
@@ -226,9 +284,36 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher) -> FetchOutcome:
                         permanent_redirect=res.permanent_redirect, page=page)
 
 
-def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
-    """A worker's answer to one job (a PageJob, or a FetchJob with this thread's fetchers)."""
+def run_heal(job: HealJob) -> HealAnswer:
+    """The built-in healer's answer to `job`. Never raises: a crash is one line."""
+    from healerd.core.heal.builtin import heal
+
     try:
+        return HealAnswer(result=heal(from_json(job.blueprint_json), job.original_html, job.last_good_records,
+                                      job.current_html))
+    except Exception as exc:
+        return HealAnswer(error=f"the built-in healer failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
+def run_call(job: CallJob) -> HealAnswer:
+    """A CallJob's answer: the function's result, or its failure in one line. Never raises."""
+    try:
+        return HealAnswer(result=_core_call(job.name)(*job.args))
+    except Exception as exc:
+        return HealAnswer(error=f"{job.name} failed: {type(exc).__name__}: {' '.join(str(exc).split())}")
+
+
+def _answer(job, fetchers: dict, extracting: Callable[[], AbstractContextManager[None]] = nullcontext
+            ) -> PageResult | FetchOutcome | HealAnswer:
+    """A worker's answer to one job (a PageJob, a HealJob, or a FetchJob with this thread's fetchers).
+    `extracting()` is entered around the evaluation of selectors on the page (the extraction deadline)."""
+    try:
+        if isinstance(job, HealJob):
+            with _PARSING, extracting():
+                return run_heal(job)
+        if isinstance(job, CallJob):
+            with _PARSING, extracting():
+                return run_call(job)
         if isinstance(job, FetchJob):
             fetcher = fetchers.get(job.fetch)
             if fetcher is None:   # one client per thread and fetch configuration, kept for keep-alive
@@ -239,18 +324,28 @@ def _answer(job, fetchers: dict) -> PageResult | FetchOutcome:
                     fetcher = fetchers[job.fetch] = Fetcher(job.fetch)
                 except Exception as exc:   # e.g. a CA bundle that cannot be read (TLSSetupError): no fetch can work
                     return FetchOutcome(error_type=errors.NETWORK, error=f"cannot set up the HTTP client: {exc}")
-            return fetch_and_process(job, fetcher)
-        with _PARSING:
-            return process_page(job)
+            return fetch_and_process(job, fetcher, extracting)
+        with _PARSING, extracting():
+            return process_page(job, html=job.text)
     except Exception as exc:   # both catch the page's and the fetch's errors; this is a bug
         line = f"internal error in the worker: {type(exc).__name__}: {exc}"
         if isinstance(job, FetchJob):
             return FetchOutcome(error_type=errors.PARSE_ERROR, error=line)
+        if isinstance(job, (HealJob, CallJob)):
+            return HealAnswer(error=line)
         return PageResult(page_sha="", error=line)
 
 
 # The id of the one answer no job asked for: a worker sends (READY, None) once it has started.
 READY = 0
+# A note before a job's answer, (id, EXTRACTING): the selectors' evaluation on the page starts now.
+EXTRACTING = "extracting"
+# A worker's own alarm goes off this long after the daemon's extraction deadline: the daemon
+# stops a worker that overran (after recording what it must), and the alarm (SIGALRM, whose
+# default action ends the process even inside a C call holding the GIL) ends a worker whose
+# daemon is gone or did not stop it. Without it, a worker busy in one selector call when its
+# daemon is killed would only notice when the call returns, minutes later.
+ALARM_MARGIN_S = 5.0
 
 
 def _serve(jobs: Connection, results: Connection, threads: int) -> None:
@@ -289,8 +384,26 @@ def _serve(jobs: Connection, results: Connection, threads: int) -> None:
                 item = next_job()
                 if item is None:
                     return
-                ident, job = item
-                answer = _answer(job, fetchers)
+                ident, job, alarm = item if len(item) == 3 else (*item, None)
+
+                @contextmanager
+                def extracting(ident=ident, alarm=alarm) -> Iterator[None]:
+                    """Around one extraction (one at a time per worker: _PARSING is held): tell the
+                    daemon it starts, and arm this process's own alarm for it."""
+                    try:
+                        with send_lock:
+                            results.send((ident, EXTRACTING))
+                    except (OSError, ValueError):
+                        pass
+                    if alarm:
+                        signal.setitimer(signal.ITIMER_REAL, alarm)
+                    try:
+                        yield
+                    finally:
+                        if alarm:
+                            signal.setitimer(signal.ITIMER_REAL, 0)
+
+                answer = _answer(job, fetchers, extracting)
                 try:
                     with send_lock:
                         results.send((ident, answer))
@@ -329,14 +442,18 @@ def _widen(fd: int) -> None:
 
 
 class _Slot:
-    """One job in flight: its caller waits on `done`."""
-    __slots__ = ("done", "answer", "error", "overran")
+    """One job in flight: its caller waits on `done`; `extracting` is when the worker said it
+    started evaluating selectors on the page (monotonic clock), None before."""
+    __slots__ = ("done", "answer", "error", "overran", "too_slow", "extracting", "wake")
 
     def __init__(self):
         self.done = threading.Event()
+        self.wake = threading.Event()   # done, or the EXTRACTING note arrived
         self.answer = None
         self.error: str | None = None
         self.overran = False
+        self.too_slow = False
+        self.extracting: float | None = None
 
 
 class _Worker:
@@ -383,10 +500,17 @@ class _Worker:
             if ident == READY:
                 self.ready.set()
                 continue
+            if isinstance(answer, str) and answer == EXTRACTING:
+                slot = self.inflight.get(ident)
+                if slot is not None:
+                    slot.extracting = time.monotonic()
+                    slot.wake.set()
+                continue
             slot = self.inflight.pop(ident, None)
             if slot is not None:
                 slot.answer = answer
                 slot.done.set()
+                slot.wake.set()
         self._on_exit(self)
 
     def ask_to_stop(self) -> None:
@@ -420,12 +544,14 @@ class WorkerPool:
     one). When a worker dies, every job it had in hand fails with one line (WorkerError) and a
     new worker takes its place; a job over the deadline gets its worker killed and replaced."""
 
-    def __init__(self, size: int, deadline: float = 60.0, threads: int = 1):
+    def __init__(self, size: int, deadline: float = 60.0, threads: int = 1, extraction_timeout: float | None = None):
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
         self.threads = max(1, threads)
         self.deadline = deadline
+        # From the EXTRACTING note on; None: the job's whole deadline covers the extraction too.
+        self.extraction_timeout = extraction_timeout
         self._cond = threading.Condition()
         self._workers: list[_Worker] = []
         self._closed = False
@@ -456,29 +582,67 @@ class WorkerPool:
                 return False
             pending[0].ready.wait(min(left, _IDLE_POLL_S))   # a worker replaced meanwhile is looked at again
 
-    def run(self, job: PageJob | FetchJob):
-        """The worker's answer to `job` (PageResult for a PageJob, FetchOutcome for a FetchJob);
-        WorkerError when its worker died or the job overran the deadline."""
+    def run(self, job: PageJob | FetchJob | HealJob | CallJob, on_overrun: Callable[[str], None] | None = None):
+        """The worker's answer to `job` (PageResult for a PageJob, FetchOutcome for a FetchJob,
+        HealAnswer for a HealJob); WorkerError when its worker died or the job overran a deadline.
+
+        `on_overrun(line)` is called when the job overran, before its worker is killed: what must
+        be recorded about the job (a candidate "too slow on this page") is kept even should the
+        daemon die with the worker."""
         slot = _Slot()
         ident = next(self._ids)
         w = self._take(ident, slot)
         try:
+            alarm = self.extraction_timeout + ALARM_MARGIN_S if self.extraction_timeout else None
             try:
                 with w.send_lock:
-                    w.jobs.send((ident, job))
+                    w.jobs.send((ident, job, alarm))
             except (OSError, ValueError):
                 self._kill(w)       # a worker whose pipe refuses a job is dead: its reader fails the slot
-            if not slot.done.wait(self.deadline):
+            if not self._wait(slot):
                 slot.overran = True
-                slot.error = f"this page took longer than {self.deadline:g}s in the worker: the worker was stopped"
+                if slot.too_slow:
+                    slot.error = (f"extraction too slow: the selectors took longer than {self.extraction_timeout:g}s "
+                                  f"on this page; the worker was stopped")
+                else:
+                    slot.error = f"this page took longer than {self.deadline:g}s in the worker: the worker was stopped"
+                if on_overrun is not None:
+                    try:
+                        on_overrun(slot.error)
+                    except Exception:
+                        log.exception("recording an overrun job failed")
                 self._kill(w)
                 slot.done.wait(5.0)
         finally:
             with self._cond:   # its thread is free again: a caller waiting in _take may have it
                 self._cond.notify()
         if slot.error is not None:
-            raise WorkerError(slot.error, died_under=not slot.overran)
+            raise WorkerError(slot.error, died_under=not slot.overran, too_slow=slot.too_slow)
         return slot.answer
+
+    def _wait(self, slot: _Slot) -> bool:
+        """Wait for the answer: True when it came (or the worker died) within the deadlines; False on
+        an overrun (`slot.too_slow` when it was the extraction's own deadline)."""
+        end = time.monotonic() + self.deadline
+        while True:
+            if slot.done.is_set():
+                return True
+            started = slot.extracting
+            if started is not None and self.extraction_timeout is not None:
+                limit = started + self.extraction_timeout
+                if time.monotonic() >= limit:
+                    if slot.done.is_set():   # answered at the last moment
+                        return True
+                    slot.too_slow = True
+                    return False
+            else:
+                limit = end
+                if time.monotonic() >= limit:
+                    return slot.done.is_set()
+            slot.wake.clear()
+            if slot.done.is_set() or (slot.extracting is not None) != (started is not None):
+                continue
+            slot.wake.wait(max(0.0, limit - time.monotonic()))
 
     def _take(self, ident: int, slot: _Slot) -> _Worker:
         with self._cond:
@@ -524,6 +688,7 @@ class WorkerPool:
                 slot.error = (f"the extraction worker (pid {w.pid}) died while working on this page (exit code "
                               f"{code})" + ("; a new worker was started" if replace else ""))
             slot.done.set()
+            slot.wake.set()
         w.close_pipes()
         if replace and not self._closed:
             log.warning("extraction worker %d (pid %s, exit code %s) was replaced", w.index, w.pid, code)
@@ -550,6 +715,7 @@ def main(argv: list[str]) -> None:
     # a SIGTERM sent to the whole service must not fail the scrapes it is finishing.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)   # a job's own alarm ends the process (ALARM_MARGIN_S)
     threads = int(argv[3]) if len(argv) > 3 else 1
     _serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False), threads)
 

@@ -97,15 +97,17 @@ class ProofPage:
     status: int = 200
 
 
-def prove(bp: Blueprint, pages: list[ProofPage], *, recent_counts: list[int] | None = None) -> list[str]:
+def prove(bp: Blueprint, pages: list[ProofPage], *, recent_counts: list[int] | None = None,
+          run: Callable[[Blueprint, str], Extraction] | None = None) -> list[str]:
     """The problems of `bp` on the proof pages: it must pass validation on each and extract
-    exactly what the version that passed there extracted. An empty list is a proof."""
+    exactly what the version that passed there extracted. An empty list is a proof. `run`
+    evaluates the selectors (the daemon's: in a worker, with a deadline); None: here."""
     from healerd.core.extract import extract
 
     problems: list[str] = []
     for p in pages:
         try:
-            ex = extract(p.html, bp)
+            ex = run(bp, p.html) if run is not None else extract(p.html, bp)
         except Exception as exc:   # selectolax on a hostile page
             problems.append(f"{p.label}: extraction failed ({exc})")
             continue
@@ -118,7 +120,8 @@ def prove(bp: Blueprint, pages: list[ProofPage], *, recent_counts: list[int] | N
 
 
 def merge_and_prove(a: Blueprint, b: Blueprint, pages: list[ProofPage], *,
-                    recent_counts: list[int] | None = None) -> tuple[Blueprint | None, list[str]]:
+                    recent_counts: list[int] | None = None,
+                    run: Callable[[Blueprint, str], Extraction] | None = None) -> tuple[Blueprint | None, list[str]]:
     """The merged blueprint that passes on every proof page (a's selectors first, else b's),
     or (None, why not)."""
     why: list[str] = []
@@ -126,7 +129,7 @@ def merge_and_prove(a: Blueprint, b: Blueprint, pages: list[ProofPage], *,
         merged = merge(first, second)
         if merged is None:
             return None, ["the two versions cannot be merged into one selector parser"]
-        problems = prove(merged, pages, recent_counts=recent_counts)
+        problems = prove(merged, pages, recent_counts=recent_counts, run=run)
         if not problems:
             return merged, []
         why = problems
@@ -167,7 +170,8 @@ class Trial:
 
 def plan_before_heal(*, error_type: str | None, production: Trial, previous: Trial | None, html: str,
                      status: int = 200, production_page: ProofPage | None = None, alternating: bool = False,
-                     recent_counts: list[int] | None = None) -> Plan:
+                     recent_counts: list[int] | None = None,
+                     run: Callable[[Blueprint, str], Extraction] | None = None) -> Plan:
     """Decide, from trials already run, what a failing production version calls for.
 
     - the failure is not the parser's, or no previous version passes on this page: ordinary healing;
@@ -184,7 +188,8 @@ def plan_before_heal(*, error_type: str | None, production: Trial, previous: Tri
     count = previous.extraction.item_count
     if production_page is not None and alternating:
         pages = [ProofPage("this page", html, data, status), production_page]
-        merged, why = merge_and_prove(previous.blueprint, production.blueprint, pages, recent_counts=recent_counts)
+        merged, why = merge_and_prove(previous.blueprint, production.blueprint, pages, recent_counts=recent_counts,
+                                      run=run)
         if merged is not None:
             return Plan(MERGE, f"versions {previous.version} and {production.version} each pass on one of two "
                                f"layouts the site serves: merged into one parser proved on both",

@@ -26,8 +26,8 @@ from healerd.core import breakers, errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
+from healerd.store import answers, fixes, lifecycle, probation, records, snapshots, sources, tasks, versions
 from healerd.store import feeds as feeds_store
-from healerd.store import fixes, lifecycle, probation, records, snapshots, sources, tasks, versions
 from healerd.store.db import row, rows, scalar
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
 
@@ -664,6 +664,13 @@ class Ledger:
                       validation: dict | None = None) -> int:
         return versions.create(self.conn, name, bp, origin=origin, status="staging", validation=validation, note=note,
                                now=self.clock())
+
+    def stage_answer(self, name: str, bp: Blueprint, digest: str, origin: str, note: str = "") -> dict:
+        """Stage a healer's answer, unless the same answer (`digest`: the normalized candidate) was
+        staged for this source before: {"version": v, "seen": None} or {"version": None, "seen":
+        {"version", "status", "note", "first_at"}}."""
+        version, before = answers.stage(self.conn, name, bp, digest, origin=origin, note=note, now=self.clock())
+        return {"version": version, "seen": before}
 
     def promote(self, name: str, version: int, validation: dict | None = None, url: str | None = None,
                 by: str | None = None, page: dict | None = None, rescrape: bool = True) -> Effects:
