@@ -216,7 +216,7 @@ def copy_tree(dest: Path) -> None:
 def run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     """'passed', 'failed' or 'timeout', and the seconds it took."""
     env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     t0 = time.monotonic()
     try:
         r = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, timeout=timeout)
