@@ -4,7 +4,8 @@ status NAME` answered by a real daemon.
     python bench/cli_startup.py [--runs N] [--root DIR]
 
 Each figure is over N fresh interpreters (default 15): the median and the best run, which is
-the least disturbed by other work on the machine. `-X importtime` gives the cumulative import
+the least disturbed by other work on the machine; and the CPU time each took (user + system),
+which a busy machine disturbs far less than the wall time. `-X importtime` gives the cumulative import
 time of `healerd.cli.healerctl` (click and everything healerd imports under it); the wall
 time of `python -m healerd.cli.healerctl status --help` adds the interpreter's own start and
 click building the help. The heavy modules a command line must not load at start (lexbor,
@@ -41,10 +42,11 @@ def _env(root: str | None) -> dict[str, str]:
     return env
 
 
-def import_ms(env: dict[str, str]) -> tuple[float, int, list[str]]:
-    """The cumulative import time of healerd.cli.healerctl (ms), the modules it loads, the heavy ones."""
-    code = ("import sys; before = set(sys.modules); import healerd.cli.healerctl; "
-            "print('\\n'.join(sorted(set(sys.modules) - before)))")
+def import_ms(env: dict[str, str]) -> tuple[float, float, int, list[str]]:
+    """The cumulative import time of healerd.cli.healerctl (ms), its CPU time (ms), the modules it
+    loads, the heavy ones."""
+    code = ("import sys, time; before = set(sys.modules); cpu = time.process_time(); import healerd.cli.healerctl; "
+            "print((time.process_time() - cpu) * 1000); print('\\n'.join(sorted(set(sys.modules) - before)))")
     r = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env, capture_output=True,
                        text=True, check=True)
     us = None
@@ -54,16 +56,25 @@ def import_ms(env: dict[str, str]) -> tuple[float, int, list[str]]:
             us = int(parts[1])
     if us is None:
         raise SystemExit("no import time for healerd.cli.healerctl:\n" + r.stderr[-2000:])
-    loaded = r.stdout.split()
+    cpu_ms, *loaded = r.stdout.split()
     heavy = sorted(m for m in loaded if m.startswith(HEAVY))
-    return us / 1000, len(loaded), heavy
+    return us / 1000, float(cpu_ms), len(loaded), heavy
 
 
-def help_ms(env: dict[str, str]) -> float:
+def timed_run(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float]:
+    """One command's wall time and CPU time (user + system of the process), in ms."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "healerd.cli.healerctl", "status", "--help"], env=env,
-                   stdout=subprocess.DEVNULL, check=True)
-    return (time.perf_counter() - start) * 1000
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = (time.perf_counter() - start) * 1000
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} exited with {proc.returncode}")
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def help_ms(env: dict[str, str]) -> tuple[float, float]:
+    return timed_run([sys.executable, "-m", "healerd.cli.healerctl", "status", "--help"], env)
 
 
 BLUEPRINT = """
@@ -74,7 +85,7 @@ css = "h1"
 """
 
 
-def status_name_ms(env: dict[str, str], runs: int) -> list[float]:
+def status_name_ms(env: dict[str, str], runs: int) -> list[tuple[float, float]]:
     """Wall times of `healerctl status shop` against a real daemon with one paused source."""
     with tempfile.TemporaryDirectory(prefix="healerd-cli-bench-") as tmp:
         tmpd = Path(tmp)
@@ -99,12 +110,7 @@ def status_name_ms(env: dict[str, str], runs: int) -> list[float]:
             subprocess.run(ctl + ["add", "shop", "--blueprint", str(tmpd / "shop.toml"), "--no-wait"], env=env,
                            cwd=tmp, stdout=subprocess.DEVNULL, check=True)
             subprocess.run(ctl + ["pause", "shop"], env=env, cwd=tmp, stdout=subprocess.DEVNULL, check=True)
-            times = []
-            for _ in range(runs):
-                start = time.perf_counter()
-                subprocess.run(ctl + ["status", "shop"], env=env, cwd=tmp, stdout=subprocess.DEVNULL, check=True)
-                times.append((time.perf_counter() - start) * 1000)
-            return times
+            return [timed_run(ctl + ["status", "shop"], env, cwd=tmp) for _ in range(runs)]
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -113,6 +119,11 @@ def status_name_ms(env: dict[str, str], runs: int) -> list[float]:
                 proc.kill()
                 proc.wait()
             log.close()
+
+
+def _figures(wall: list[float], cpu: list[float]) -> str:
+    return (f"wall median {statistics.median(wall):.1f} ms, best {min(wall):.1f} ms; "
+            f"CPU median {statistics.median(cpu):.1f} ms, best {min(cpu):.1f} ms")
 
 
 def main() -> None:
@@ -126,15 +137,13 @@ def main() -> None:
     imports = [import_ms(env) for _ in range(args.runs)]
     helps = [help_ms(env) for _ in range(args.runs)]
     status = status_name_ms(env, args.runs)
-    ms = [i[0] for i in imports]
     print(f"healerd from {where}, {args.runs} runs each (python {sys.version.split()[0]})")
-    print(f"import healerd.cli.healerctl: median {statistics.median(ms):.1f} ms, best {min(ms):.1f} ms "
-          f"({imports[0][1]} modules loaded)")
-    print(f"healerctl status --help, wall: median {statistics.median(helps):.1f} ms, best {min(helps):.1f} ms")
-    print(f"healerctl status NAME (a real daemon), wall: median {statistics.median(status):.1f} ms, "
-          f"best {min(status):.1f} ms")
+    print(f"import healerd.cli.healerctl ({imports[0][2]} modules loaded): "
+          + _figures([i[0] for i in imports], [i[1] for i in imports]))
+    print("healerctl status --help: " + _figures([h[0] for h in helps], [h[1] for h in helps]))
+    print("healerctl status NAME (a real daemon): " + _figures([t[0] for t in status], [t[1] for t in status]))
     print(f"load average during the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    heavy = imports[0][2]
+    heavy = imports[0][3]
     print("heavy modules loaded at start: " + (", ".join(heavy) if heavy else "none"))
 
 
