@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.store import lifecycle, sources
+from healerd.store import lifecycle, sources, status_rows
 from healerd.store.db import open_db
 from healerd.store.status_rows import StatusRows
 
@@ -33,8 +33,8 @@ def _fleet(tmp_path):
 def test_object_and_table_forms_match_status_all(tmp_path):
     conn = _fleet(tmp_path)
     expected = sources.status_all(conn)
-    objects = json.loads(sources.status_all_json(conn))
-    rows = json.loads(sources.status_all_json(conn, table=True))
+    objects = json.loads(status_rows.status_all_json(conn))
+    rows = json.loads(status_rows.status_all_json(conn, table=True))
     assert objects == expected
     assert [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in rows] == expected
     by_name = {o["name"]: o for o in expected}
@@ -49,8 +49,8 @@ def test_object_and_table_forms_match_status_all(tmp_path):
 
 def test_empty_fleet_is_an_empty_array_in_both_forms(tmp_path):
     conn = open_db(str(tmp_path / "healerd.db"))
-    assert sources.status_all_json(conn) == "[]"
-    assert sources.status_all_json(conn, table=True) == "[]"
+    assert status_rows.status_all_json(conn) == "[]"
+    assert status_rows.status_all_json(conn, table=True) == "[]"
     conn.close()
 
 
@@ -88,7 +88,7 @@ def test_fix_attempts_24h_counts_the_last_day_since_an_unquarantine(tmp_path):
     def counted():
         one = sources.status_one(conn, "gamma", now=now)["fix_attempts_24h"]
         fleet = {o["name"]: o for o in sources.status_all(conn, now=now)}["gamma"]["fix_attempts_24h"]
-        rows = json.loads(sources.status_all_json(conn, table=True, now=now))
+        rows = json.loads(status_rows.status_all_json(conn, table=True, now=now))
         table = {r[0]: r[sources.STATUS_KEYS.index("fix_attempts_24h")] for r in rows}["gamma"]
         return one, fleet, table
     assert counted() == (2, 2, 2)
@@ -121,8 +121,8 @@ def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_pat
     secret = "http://ann:hunter2pw@127.0.0.1:9/moved?api_key=abc123456"
     with conn:
         conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret,))
-    forms = [sources.status_all(conn), json.loads(sources.status_all_json(conn)),
-             [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in json.loads(sources.status_all_json(conn, True))]]
+    forms = [sources.status_all(conn), json.loads(status_rows.status_all_json(conn)),
+             [dict(zip(sources.STATUS_KEYS, r, strict=True)) for r in json.loads(status_rows.status_all_json(conn, True))]]
     with conn:   # changed again, and re-read by a kept StatusRows (no refresh of the table): masked in the query
         conn.execute("UPDATE sources SET url = ? WHERE name = 'beta'", (secret + "&v=2",))
     stale = json.loads(kept.json(conn))

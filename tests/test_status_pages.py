@@ -18,7 +18,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from healerd.cli import healerctl
+from healerd.cli import calls, healerctl, sources_cmds
 from healerd.control import client
 from healerd.control.protocol import ControlError
 from healerd.core.blueprint import Blueprint, FieldSpec
@@ -120,14 +120,14 @@ def test_a_large_fleet_is_paged_and_streamed(daemon_factory, monkeypatch):
     assert r.stdout == json_text(whole, indent=2) + "\n"   # what printing the whole list prints
     # ... read a page at a time (small pages here, in this process, against the same daemon)
     asked: list[dict] = []
-    real_call = healerctl.call
+    real_call = calls.call
 
     def counting(path, op, args=None, timeout=30.0):
         asked.append(dict(args or {}))
         return real_call(path, op, args, timeout=timeout)
 
-    monkeypatch.setattr(healerctl, "STATUS_JSON_PAGE", 100)
-    monkeypatch.setattr(healerctl, "call", counting)
+    monkeypatch.setattr(sources_cmds, "STATUS_JSON_PAGE", 100)
+    monkeypatch.setattr(calls, "call", counting)
     out = CliRunner().invoke(healerctl.cli, ["--socket", d.socket, "status", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output) == whole

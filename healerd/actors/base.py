@@ -59,8 +59,8 @@ class ServiceActor(pykka.ThreadingActor):
 
     def run_parser(self, bp, html: str, limits: PageLimits | None = None, on_overrun=None):
         """The parser `bp` on `html` where untrusted selectors are evaluated: selectors in the trial
-        worker with its deadline (TooSlow past it), code in the sandbox (healerd.actors.scraper.run_parser_on)."""
-        from healerd.actors.scraper import run_parser_on
+        worker with its deadline (TooSlow past it), code in the sandbox (healerd.actors.parser_run.run_parser_on)."""
+        from healerd.actors.parser_run import run_parser_on
 
         return run_parser_on(bp, html, limits, trials=self.registry.trials, on_overrun=on_overrun)
 

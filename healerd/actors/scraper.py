@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from healerd.actors.base import ServiceActor, fetch_config, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
+from healerd.actors.parser_run import run_parser_on
 from healerd.actors.registry import ActorRegistry
 from healerd.adapters.robots import RobotsPolicy
 from healerd.adapters.workers import (
@@ -34,7 +35,7 @@ from healerd.adapters.workers import (
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, from_json
-from healerd.core.extract import Extraction, PageLimits, PageTooLarge, check_page, extract
+from healerd.core.extract import PageTooLarge
 
 log = logging.getLogger("healerd.scraper")
 
@@ -42,31 +43,6 @@ log = logging.getLogger("healerd.scraper")
 @lru_cache(maxsize=4096)
 def cached_blueprint(body: str) -> Blueprint:
     return from_json(body)
-
-
-def run_parser_on(bp: Blueprint, html: str, limits: PageLimits | None = None, *, trials=None,
-                  on_overrun=None) -> Extraction:
-    """A parser on a page: code parsers in the sandbox; selectors in the trial worker when
-    `trials` (healerd.adapters.trials.Trials: a wall-clock deadline, TooSlow past it, `on_overrun`
-    called before the worker is killed), else in this process (tools and tests only: the actors
-    always pass the daemon's Trials).
-
-    The page's work bounds are checked first (PageTooLarge): elements and nesting before
-    anything parses it, then the number of items."""
-    limits = limits or PageLimits()
-    if trials is not None and not bp.parser:
-        return trials.extract(bp, html, limits, on_overrun=on_overrun)
-    check_page(html, limits.max_elements, limits.max_depth)
-    if bp.parser:
-        from healerd.adapters.sandbox import run_parser
-
-        data = run_parser(bp.parser, html)
-        if isinstance(data, list) and len(data) > limits.max_items:
-            raise PageTooLarge(f"the parser returned {len(data)} records, more than max_items ({limits.max_items})")
-        raw = [{k: (None if v is None else str(v)) for k, v in d.items()} for d in data] if isinstance(data, list) \
-            else {k: (None if v is None else str(v)) for k, v in data.items()}
-        return Extraction(data, raw, len(data) if isinstance(data, list) else None)
-    return extract(html, bp, max_items=limits.max_items)
 
 
 class Scraper(ServiceActor):

@@ -1,26 +1,28 @@
-"""healerctl commands that take data out: `records NAME --follow`, `changes`, `feeds`, and the
-feeds section of `status`. Registered on healerctl's group by `register(cli)`; the plumbing
-(socket, errors, tables) is healerctl's own, imported when a command runs."""
+"""healerctl's commands that take data out: `records` (a table, `--json`, `--csv` or `--follow`),
+`changes`, `feeds`, and the feeds section of `status`. Registered on healerctl's group by
+`register(group)`."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import click
 
+from healerd.cli.calls import (
+    DEFAULT_TIMEOUT,
+    FOLLOW_INTERVAL,
+    _call,
+    _error_answer,
+    _socket,
+    socket_option,
+)
+from healerd.cli.output import _cell, _one_line, _print_json, _rel, _table
 from healerd.control.client import DaemonUnreachable, call
 from healerd.control.protocol import ControlError
 from healerd.core.terminal import json_text, visible
-
-FOLLOW_INTERVAL = 0.5
-
-
-def _h():
-    from healerd.cli import healerctl
-
-    return healerctl
 
 
 def _compact(value: Any) -> str:
@@ -36,23 +38,22 @@ def _scrape_line(name: str, rec: dict) -> str:
 
 def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: str | None) -> None:
     """Print each scrape of `name` stored from now on, until Ctrl-C (polling twice a second)."""
-    h = _h()
-    first = h._call(ctx, socket_path, "records_since", {"name": name})
+    first = _call(ctx, socket_path, "records_since", {"name": name})
     last = int(first.get("last_id") or 0)
-    path = h._socket(ctx, socket_path)
+    path = _socket(ctx, socket_path)
     lost = False
     try:
         while True:
             time.sleep(FOLLOW_INTERVAL)
             try:
-                r = call(path, "records_since", {"name": name, "after_id": last}, timeout=h.DEFAULT_TIMEOUT)
+                r = call(path, "records_since", {"name": name, "after_id": last}, timeout=DEFAULT_TIMEOUT)
             except DaemonUnreachable as exc:
                 if not lost:
                     click.echo(f"healerctl: {exc}; still trying", err=True)
                     lost = True
                 continue
             except ControlError as exc:
-                raise h._error_answer(exc, path) from None
+                raise _error_answer(exc, path) from None
             if lost:
                 click.echo("healerctl: connected to the daemon again", err=True)
                 lost = False
@@ -88,8 +89,7 @@ def _change_lines(c: dict) -> list[str]:
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="How many change sets to show.")
 @click.option("--all", "every", is_flag=True, help="Also the scrapes where nothing changed.")
-@click.option("--socket", "socket_path", metavar="PATH", default=None,
-              help="The daemon's control socket (overrides the group's --socket and $HEALERD_SOCKET).")
+@socket_option
 @click.pass_context
 def changes(ctx, name, as_json, limit, every, socket_path):
     """Show what changed between consecutive scrapes of a source.
@@ -98,10 +98,9 @@ def changes(ctx, name, as_json, limit, every, socket_path):
     a record whose key stays but whose values differ is `changed` (the differing fields,
     before and after); without one, records are matched whole (added / removed only).
     """
-    h = _h()
-    r = h._call(ctx, socket_path, "changes", {"name": name, "limit": limit, "all": every}) or []
+    r = _call(ctx, socket_path, "changes", {"name": name, "limit": limit, "all": every}) or []
     if as_json:
-        h._print_json(r)
+        _print_json(r)
         return
     if not r:
         click.echo(f"no changes recorded for {name} yet")
@@ -112,10 +111,9 @@ def changes(ctx, name, as_json, limit, every, socket_path):
 
 
 def _feed_rows(feeds: list[dict]) -> list[list[str]]:
-    h = _h()
     return [[f["name"], f["kind"], ",".join(f["sources"]) + (" (changes)" if f["only_changes"] else ""),
              str(f["backlog"]) if f["backlog"] is not None else "-", str(f["delivered"]),
-             h._rel(f["last_delivered_at"]), h._one_line(f["last_error"], 60) if f["last_error"] else "-"]
+             _rel(f["last_delivered_at"]), _one_line(f["last_error"], 60) if f["last_error"] else "-"]
             for f in feeds]
 
 
@@ -124,8 +122,7 @@ FEED_HEADERS = ["FEED", "KIND", "SOURCES", "BACKLOG", "DELIVERED", "LAST SENT", 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the feeds as a JSON array.")
-@click.option("--socket", "socket_path", metavar="PATH", default=None,
-              help="The daemon's control socket (overrides the group's --socket and $HEALERD_SOCKET).")
+@socket_option
 @click.pass_context
 def feeds(ctx, as_json, socket_path):
     """List the configured feeds with their backlog and last error.
@@ -133,29 +130,95 @@ def feeds(ctx, as_json, socket_path):
     The backlog is the stored scrapes the feed has still to deliver; while a feed fails it
     is retried with backoff, and the scrapes wait in the database.
     """
-    h = _h()
-    r = h._call(ctx, socket_path, "feeds") or []
+    r = _call(ctx, socket_path, "feeds") or []
     if as_json:
-        h._print_json(r)
+        _print_json(r)
         return
     if not r:
         click.echo("no feeds configured (add [[feeds]] tables to the configuration)")
         return
-    h._table(FEED_HEADERS, _feed_rows(r))
+    _table(FEED_HEADERS, _feed_rows(r))
 
 
 def feeds_section(ctx: click.Context, socket_path: str | None) -> None:
     """The feeds under `healerctl status`: backlog and last error, when any feed is configured."""
-    h = _h()
     try:
-        r = h._call(ctx, socket_path, "feeds") or []
+        r = _call(ctx, socket_path, "feeds") or []
     except click.ClickException:   # a daemon without feeds support answers "unknown op"
         return
     if r:
         click.echo("")
-        h._table(FEED_HEADERS, _feed_rows(r))
+        _table(FEED_HEADERS, _feed_rows(r))
+
+
+def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]]]:
+    """Columns (field names, then scraped_at and version) and one row per item/record."""
+    columns: list[str] = []
+    flat: list[tuple[dict, Any, Any]] = []
+    for rec in records:
+        data = rec.get("data")
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            item = item if isinstance(item, dict) else ({} if item is None else {"value": item})
+            for key in item:
+                if key not in columns:
+                    columns.append(key)
+            flat.append((item, rec.get("scraped_at"), rec.get("version")))
+    extra = [c for c in ("scraped_at", "version") if c in columns]
+    header = columns + [c if c not in extra else f"record_{c}" for c in ("scraped_at", "version")]
+    rows = [[_cell(item.get(c)) for c in columns] + [_cell(at), _cell(ver)] for item, at, ver in flat]
+    return header, rows
+
+
+@click.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header: one row per item.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+              help="How many records to show (items of a listing count one each).")
+@click.option("--follow", "-f", is_flag=True, help="Print each new scrape as it lands (Ctrl-C stops).")
+@socket_option
+@click.pass_context
+def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
+    """Show the records scraped from a source.
+
+    Newest first. A table by default; --json gives the records as stored, --csv one row per item
+    (columns: the blueprint's fields, scraped_at, version). --follow prints each scrape stored
+    from now on (with --json one JSON object per line).
+    """
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv cannot be used together")
+    if follow:
+        if as_csv:
+            raise click.UsageError("--follow prints lines or, with --json, JSON objects; not CSV")
+        follow_records(ctx, name, as_json, socket_path)
+        return
+    r = _call(ctx, socket_path, "records", {"name": name, "limit": limit})
+    if as_json:
+        _print_json(r)
+        return
+    header, rows = _flatten_records(r or [])
+    if as_csv:
+        import csv
+
+        out = click.get_text_stream("stdout")
+        writer = csv.writer(out, lineterminator="\n")
+        # Whole values, but no control character raw on a terminal (newlines stay, quoted by csv).
+        writer.writerow([visible(h) for h in header])
+        writer.writerows([visible(c, one_line=False) for c in row] for row in rows)
+        out.flush()
+        return
+    if not r:
+        click.echo(f"no records for {name} yet")
+        return
+    shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
+    _table([h.upper() for h in header], shown)
+    if len(rows) >= limit:
+        click.echo(f"… the newest {limit} record(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
+
 
 
 def register(group: click.Group) -> None:
+    group.add_command(records)
     group.add_command(changes)
     group.add_command(feeds)

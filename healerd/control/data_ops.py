@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from healerd.control.names import check_name
 from healerd.control.protocol import ControlError
 from healerd.core.sanitize import mask_url, reveal
 from healerd.core.timeutil import iso
@@ -17,7 +18,7 @@ from healerd.store import records, sources
 if TYPE_CHECKING:
     import apsw
 
-    from healerd.daemon import Daemon
+    from healerd.control.host import DaemonHost
 
 
 def _whole(value: Any, what: str, least: int) -> int:
@@ -27,12 +28,10 @@ def _whole(value: Any, what: str, least: int) -> int:
 
 
 class DataOps:
-    daemon: Daemon
+    daemon: DaemonHost
     conn: apsw.Connection
 
     def _source(self, name: Any) -> str:
-        from healerd.control.ops import check_name
-
         check_name(name)
         sources.get(self.conn, name)   # SourceNotFound: "not_found"
         return name

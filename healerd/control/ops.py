@@ -21,6 +21,7 @@ from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.adapters.browser import check_source as check_browser_source
 from healerd.control.data_ops import DataOps
+from healerd.control.names import check_name
 from healerd.control.protocol import ControlError, RawJSON
 from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.core.htmldiff import structural_diff
@@ -36,12 +37,11 @@ from healerd.store.status_rows import StatusRows
 P = ParamSpec("P")
 
 if TYPE_CHECKING:
-    from healerd.daemon import Daemon
+    from healerd.control.host import DaemonHost
 
 RUN_WAIT_S = 180.0
 STATUS_PAGE_MAX = 10_000   # rows in one page of the fleet's status
 HEAL_WAIT_S = 900.0
-_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
 def to_control_error(exc: BaseException) -> ControlError:
@@ -77,14 +77,8 @@ def _finite_seconds(value: Any) -> float | None:
     return seconds if math.isfinite(seconds) else None
 
 
-def check_name(name) -> str:
-    if not isinstance(name, str) or not name or len(name) > 200 or not set(name) <= _NAME_OK:
-        raise ControlError("bad_request", "a source name is 1-200 characters of letters, digits, '-', '_' and '.'")
-    return name
-
-
 class ControlOps(DataOps):
-    def __init__(self, daemon: Daemon):
+    def __init__(self, daemon: DaemonHost):
         self.daemon = daemon
         self._local = threading.local()
         self._fleet_lock = threading.Lock()

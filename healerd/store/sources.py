@@ -250,18 +250,6 @@ STATUS_SQL = (
 )
 
 
-def status_all_json(conn: apsw.Connection, table: bool = False, now: float | None = None) -> str:
-    """The same as status_all, as JSON text built by SQLite (no Python objects per source).
-
-    By default an array of objects; with `table`, an array of rows (value arrays in the
-    order of STATUS_KEYS), which is less than half the size and decodes ~2.5x faster.
-    Built whole; a caller asking again and again keeps a `status_rows.StatusRows` instead.
-    """
-    from healerd.store.status_rows import StatusRows
-
-    return StatusRows(table).json(conn, now)
-
-
 def state_counts(conn: apsw.Connection) -> dict[str, int]:
     return {r["state"]: r["n"] for r in rows(conn, "SELECT state, count(*) AS n FROM source_health GROUP BY state")}
 

