@@ -53,7 +53,15 @@ CHROMIUM_ARGS = ["--headless", "--disable-gpu", "--disable-quic", "--no-first-ru
                  # Our own network policy decides what a page may reach (a main document is
                  # fulfilled from the route, so Chromium cannot tell its address space).
                  "--disable-features=LocalNetworkAccessChecks,PrivateNetworkAccessRespectPreflightResults,"
-                 "BlockInsecurePrivateNetworkRequests"]
+                 "BlockInsecurePrivateNetworkRequests,"
+                 # Chromium keeps a spare renderer warm for the next navigation in the same browser
+                 # context; every fetch has a context of its own, so each spare was started (and
+                 # thrown away) for nothing: one renderer start per fetch (bench/browser_costs.py).
+                 "SpareRendererForSitePerProcess,"
+                 # Headless Chromium gives every new window (Playwright opens one per context) an
+                 # omnibox popup rendered by a WebUI renderer of its own, started for each fetch and
+                 # never shown: another renderer start per fetch.
+                 "WebUIOmniboxPopup,WebUIOmniboxAimPopup"]
 REDIRECTS = (301, 302, 303, 307, 308)
 CLOSE_TIMEOUT_S = 5.0
 ALIVE_PROBE_S = 0.5   # a renderer that cannot evaluate `1` within this is busy with the page's script
