@@ -17,7 +17,9 @@ zygote), and the rest (GPU/utility/network service). Variants, from the cheapest
 - `fresh+ua`: as `fresh`, with the context's own user agent;
 - `fresh+fulfill`: as `fresh+route`, the main document fetched by the driver and fulfilled
   (what the worker does, to check every redirect hop);
-- `worker`: the browser worker's own fetch (`Worker.fetch`: every rule on);
+- `worker`: the browser worker's own fetch (`Worker.fetch`: every rule on, the next fetch's
+  context made ahead while this one renders);
+- `worker-nospare`: the same with every context made on demand (SPARE_CONTEXT off);
 No assertions: figures only (the machine's load is printed with them).
 """
 
@@ -36,6 +38,7 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser import JS_PAGE, rows, serve  # noqa: E402
 
+from healerd.adapters import browser_worker  # noqa: E402
 from healerd.adapters.browser import find_executable  # noqa: E402
 from healerd.adapters.browser_worker import CHROMIUM_ARGS, Worker  # noqa: E402
 
@@ -188,10 +191,20 @@ async def main() -> None:
         variants = {"ctx-only": v_ctx_only, "ctx+blank": v_blank, "page": v_page, "ctx-reuse": v_ctx_reuse, "fresh": v_fresh(), "fresh+route": v_fresh("continue"),
                     "fresh+ws": v_fresh("ws"), "fresh+ua": v_fresh("ua"),
                     "fresh+fulfill": v_fresh("fulfill"), "worker": v_worker}
+
+        async def v_no_spare():
+            browser_worker.SPARE_CONTEXT = False
+            try:
+                await worker._drop_spare()
+                await v_worker()
+            finally:
+                browser_worker.SPARE_CONTEXT = True
+        variants["worker-nospare"] = v_no_spare
         only = [s for s in args.only.split(",") if s]
         for name, fn in variants.items():
             if not only or name in only:
                 await measure(name, fn, args.pages)
+        await worker._drop_spare()
         await browser.close()
     srv.shutdown()
     print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
