@@ -20,7 +20,9 @@ Every page is treated as hostile:
 - each fetch gets a fresh browser context (its own cookie jar and storage, downloads refused,
   service workers blocked) with one page; any other page it opens (window.open, target=_blank)
   is closed the moment it appears and its requests are refused; the context is closed with all
-  its pages when the fetch ends, whatever happened;
+  its pages when the fetch ends, whatever happened; the next fetch's context (its page at
+  about:blank, every request refused until a fetch takes it) is made while this one renders,
+  off the fetch's critical path, and serves that one fetch only;
 - the source's headers and cookies go only to the source's origin (scheme, host and port): the
   cookies as a `Cookie` header on those requests, never in a jar the page's script can read;
 - every request (navigation, fetch/XHR, subresource, WebSocket) is checked against
