@@ -20,7 +20,9 @@ Every page is treated as hostile:
 - each fetch gets a fresh browser context (its own cookie jar and storage, downloads refused,
   service workers blocked) with one page; any other page it opens (window.open, target=_blank)
   is closed the moment it appears and its requests are refused; the context is closed with all
-  its pages when the fetch ends, whatever happened;
+  its pages when the fetch ends, whatever happened; the next fetch's context (its page at
+  about:blank, every request refused until a fetch takes it) is made while this one renders,
+  off the fetch's critical path, and serves that one fetch only;
 - the source's headers and cookies go only to the source's origin (scheme, host and port): the
   cookies as a `Cookie` header on those requests, never in a jar the page's script can read;
 - every request (navigation, fetch/XHR, subresource, WebSocket) is checked against
@@ -53,9 +55,21 @@ CHROMIUM_ARGS = ["--headless", "--disable-gpu", "--disable-quic", "--no-first-ru
                  # Our own network policy decides what a page may reach (a main document is
                  # fulfilled from the route, so Chromium cannot tell its address space).
                  "--disable-features=LocalNetworkAccessChecks,PrivateNetworkAccessRespectPreflightResults,"
-                 "BlockInsecurePrivateNetworkRequests"]
+                 "BlockInsecurePrivateNetworkRequests,"
+                 # Chromium keeps a spare renderer warm for the next navigation in the same browser
+                 # context; every fetch has a context of its own, so each spare was started (and
+                 # thrown away) for nothing: one renderer start per fetch (bench/browser_costs.py).
+                 "SpareRendererForSitePerProcess,"
+                 # Headless Chromium gives every new window (Playwright opens one per context) an
+                 # omnibox popup rendered by a WebUI renderer of its own, started for each fetch and
+                 # never shown: another renderer start per fetch.
+                 "WebUIOmniboxPopup,WebUIOmniboxAimPopup"]
 REDIRECTS = (301, 302, 303, 307, 308)
 CLOSE_TIMEOUT_S = 5.0
+# The next fetch's context (its window, its renderer, Playwright's set-up of its page: most of
+# a fetch's cost) is made while the current one renders, off the fetch's critical path; False
+# makes every context on demand (bench/browser_costs.py compares both).
+SPARE_CONTEXT = True
 ALIVE_PROBE_S = 0.5   # a renderer that cannot evaluate `1` within this is busy with the page's script
 _NET_CODE = re.compile(r"net::(ERR_[A-Z_]+)")
 _CLOSED = ("has been closed", "Target closed", "Browser closed", "browser has disconnected",
@@ -194,6 +208,76 @@ class _Guard:
             pass
 
 
+class _Slot:
+    """One fetch's fresh context with its one page, its routes and handlers already in place.
+
+    Made by `open` either when the fetch starts or ahead of time, while the previous fetch
+    renders (its page sits at about:blank, has made no request, and every request before
+    `attach` is refused). `attach` hands it to one fetch's guard; `close` ends the context
+    with every page it opened. A slot serves one fetch only."""
+
+    def __init__(self, browser, user_agent: str, context):
+        self.browser, self.user_agent, self.context = browser, user_agent, context
+        self.guard: _Guard | None = None
+        self.page = None
+
+    @classmethod
+    async def open(cls, browser, user_agent: str) -> _Slot:
+        context = await browser.new_context(user_agent=user_agent, service_workers="block", accept_downloads=False)
+        slot = cls(browser, user_agent, context)
+        try:
+            await context.route("**/*", slot._route)     # routing also turns the HTTP cache off
+            await context.route_web_socket("**/*", slot._websocket)
+            page = slot.page = await context.new_page()
+
+            def close_stranger(other) -> None:
+                if other is not page:
+                    asyncio.ensure_future(_close_quietly(other))
+            context.on("page", close_stranger)
+            page.on("download", lambda d: asyncio.ensure_future(_cancel_quietly(d)))
+            page.on("request", slot._request)
+        except BaseException:
+            await slot.close()
+            raise
+        return slot
+
+    def attach(self, guard: _Guard):
+        """This slot's page, from now on under `guard`'s rules."""
+        self.guard = guard
+        guard.page = self.page
+        return self.page
+
+    async def _route(self, route) -> None:
+        if self.guard is None:
+            with contextlib.suppress(Exception):
+                await route.abort("blockedbyclient")
+            return
+        await self.guard.route(route)
+
+    async def _websocket(self, ws) -> None:
+        if self.guard is None:
+            with contextlib.suppress(Exception):
+                await ws.close(code=1008, reason="refused")
+            return
+        await self.guard.websocket(ws)
+
+    def _request(self, request) -> None:
+        if self.guard is not None and request.redirected_from:
+            asyncio.ensure_future(self.guard.redirected(request))
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self.context.close(), CLOSE_TIMEOUT_S)
+        except Exception:
+            pass
+
+
+def _close_made(task: asyncio.Future) -> None:
+    """A slot made too late for its fetch (or on a browser gone since) is closed as soon as it exists."""
+    if not task.cancelled() and task.exception() is None:
+        asyncio.ensure_future(task.result().close())
+
+
 class Worker:
     def __init__(self, conn, executable: str, launch_timeout: float, max_pages: int = 2, endpoint: str = "",
                  sandbox: bool = False):
@@ -207,6 +291,9 @@ class Worker:
         self.browser = None
         self._launch_lock = asyncio.Lock()
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
+        # The next fetch's context, being made or ready: (the browser, the user agent, the task making it).
+        self._spare: tuple[object, str, asyncio.Future] | None = None
+        self._closing = False
 
     async def _browser(self):
         async with self._launch_lock:
@@ -270,16 +357,18 @@ class Worker:
 
     async def fetch(self, req: dict) -> dict:
         browser = await self._browser()   # a launch is bounded by launch_timeout, not by the page's deadline
-        try:
-            context = await browser.new_context(user_agent=req["user_agent"], service_workers="block",
-                                                accept_downloads=False)
-        except Exception as exc:
-            raise self._classify(exc, "other") from None
-        guard = _Guard(req, self.resolve)   # the page's deadline starts with its context
+        slot = await self._take_spare(browser, req["user_agent"])
+        if slot is None:
+            try:
+                slot = await _Slot.open(browser, req["user_agent"])
+            except Exception as exc:
+                raise self._classify(exc, "other") from None
+        self._refill(browser, req["user_agent"])   # the next fetch's context, made while this one renders
+        guard = _Guard(req, self.resolve)   # the page's deadline starts with the fetch
         deadline = guard.deadline
         try:
             async with asyncio.timeout_at(asyncio.get_running_loop().time() + (deadline - time.monotonic())):
-                return await self._render(context, guard, req, deadline)
+                return await self._render(slot.attach(guard), guard, req, deadline)
         except TimeoutError:
             raise await self._why_late(guard, _Failed("timeout_wait" if guard.phase == "wait" else "timeout_load")) \
                 from None
@@ -294,22 +383,43 @@ class Worker:
             raise
         finally:
             # Every page of this fetch (popups included) and its renderer go with the context.
-            try:
-                await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
-            except Exception:
-                pass
+            await slot.close()
 
-    async def _render(self, context, guard: _Guard, req: dict, deadline: float) -> dict:
-        await context.route("**/*", guard.route)     # routing also turns the HTTP cache off
-        await context.route_web_socket("**/*", guard.websocket)
-        page = guard.page = await context.new_page()
+    async def _take_spare(self, browser, user_agent: str) -> _Slot | None:
+        """The context made ahead for this fetch (waited for when still being made), when it fits:
+        the same browser, the same user agent. None when there is none or it failed."""
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        made_for, agent, task = spare
+        if made_for is not browser or agent != user_agent:
+            task.add_done_callback(_close_made)
+            return None
+        try:
+            slot = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_close_made)
+            raise
+        except Exception:
+            return None
+        if not browser.is_connected():
+            await slot.close()
+            return None
+        return slot
 
-        def close_stranger(other) -> None:
-            if other is not page:
-                asyncio.ensure_future(_close_quietly(other))
-        context.on("page", close_stranger)
-        page.on("download", lambda d: asyncio.ensure_future(_cancel_quietly(d)))
-        page.on("request", lambda r: asyncio.ensure_future(guard.redirected(r)) if r.redirected_from else None)
+    def _refill(self, browser, user_agent: str) -> None:
+        if SPARE_CONTEXT and self._spare is None and not self._closing:
+            task = asyncio.ensure_future(_Slot.open(browser, user_agent))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())   # never "never retrieved"
+            self._spare = (browser, user_agent, task)
+
+    async def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            with contextlib.suppress(Exception):
+                await (await spare[2]).close()
+
+    async def _render(self, page, guard: _Guard, req: dict, deadline: float) -> dict:
         url, first, chain, permanent = req["url"], None, [req["url"]], None
         while True:
             guard.navigating, guard.hop = url, None
@@ -422,6 +532,8 @@ class Worker:
             for task in list(tasks):
                 task.cancel()
         finally:
+            self._closing = True
+            await self._drop_spare()
             try:
                 if self.browser is not None:
                     await self.browser.close()
