@@ -1,7 +1,7 @@
 """Scale benchmark: N sources loaded from a sources dir, over H loopback hosts, one real daemon.
 
     python bench/scale.py [--sources 100000] [--hosts 100] [--scrapers 8] [--window 30]
-                          [--max-cycle 300] [--keep]
+                          [--max-cycle 300] [--keep] [--again]
 
 1. Writes N blueprint files (JSON, one per source) into a temporary `sources_dir`. Each
    source's page is a small table of 30 rows (two fields per row, distinct per page) on
@@ -24,7 +24,10 @@
      of `healerctl status`, `healerctl status NAME` and `healerctl status --json` (its
      output read and thrown away). "op status (table)" is the request `healerctl status`
      sends (one page of 1000 rows; the whole fleet from a daemon without paging).
-3. Stops the daemon (SIGTERM) and the page server, prints one JSON line with every figure.
+3. With `--again`: stops the daemon and starts it again on the same state dir (every source
+   registered, their files read and compared again): the time to ready, and the status
+   requests once right after it.
+4. Stops the daemon (SIGTERM) and the page server, prints one JSON line with every figure.
 
 No assertions: the figures depend on the machine and on what else runs on it (`uptime`'s
 load average is printed with them).
@@ -220,6 +223,33 @@ def scraped(conn) -> int:
     return conn.execute("SELECT count(*) FROM source_health WHERE success_count + failure_count > 0").fetchall()[0][0]
 
 
+def start_daemon(base: Path, state: Path, sock: str, log_path: Path) -> tuple[subprocess.Popen, float, float]:
+    """Start `healerd run` on `state`; (the process, seconds to its "ready" line, its CPU seconds by then)."""
+    logf = open(log_path, "ab")
+    start = log_path.stat().st_size
+    started = time.perf_counter()
+    proc = subprocess.Popen(bin_cmd("healerd") + ["run", "--config", str(base / "healerd.toml"),
+                                                  "--state-dir", str(state), "--socket", sock],
+                            stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+    logf.close()
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"healerd exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+        if b" ready: " in log_path.read_bytes()[start:][-4000:]:
+            return proc, time.perf_counter() - started, cpu_s(proc.pid)
+        time.sleep(0.05)
+
+
+def stop_daemon(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sources", type=int, default=100_000)
@@ -228,6 +258,9 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=30.0, help="seconds per throughput figure")
     ap.add_argument("--max-cycle", type=float, default=300.0, help="stop the first cycle after this many seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--again", action="store_true",
+                    help="then stop the daemon and start it again on the same state (every source registered): "
+                         "time to ready, and the status requests once, right after")
     args = ap.parse_args()
     from healerd.store.db import connect, db_path
 
@@ -246,21 +279,9 @@ def main() -> int:
             f'[daemon]\nsources_dir = "{base / "sources"}"\nscrapers = {args.scrapers}\npoliteness_delay = 0\n'
             f'log_level = "INFO"\n[fetch]\nrespect_robots = false\n')
         log_path = base / "healerd.log"
-        logf = open(log_path, "wb")
-        started = time.perf_counter()
-        proc = subprocess.Popen(bin_cmd("healerd") + ["run", "--config", str(base / "healerd.toml"),
-                                                      "--state-dir", str(state), "--socket", sock],
-                                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+        proc, ready, ready_cpu = start_daemon(base, state, sock, log_path)
         sampler = RssSampler(proc.pid)
         sampler.start()
-        ready, ready_cpu = None, 0.0
-        while ready is None:
-            if proc.poll() is not None:
-                raise RuntimeError(f"healerd exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            if b" ready: " in log_path.read_bytes()[-4000:]:
-                ready = time.perf_counter() - started
-                ready_cpu = cpu_s(proc.pid)
-            time.sleep(0.05)
         print(f"ready after start: {ready:.1f}s (the daemon's own CPU by then: {ready_cpu:.1f}s)", flush=True)
         conn = connect(str(db_path(str(state))))
         windows: list[float] = []
@@ -316,18 +337,23 @@ def main() -> int:
         for k, v in figures["while_busy_ms"].items():
             print(f"{k:26s} median {v['median']:8.1f} ms  max {v['max']:8.1f} ms  (n={v['n']})")
         print(f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+        if args.again:
+            stop_daemon(proc)
+            proc, again, again_cpu = start_daemon(base, state, sock, log_path)
+            print(f"again: ready after start on the same state: {again:.1f}s (the daemon's own CPU by then: "
+                  f"{again_cpu:.1f}s)", flush=True)
+            lat_again = latencies(sock, name)
+            print("  again, right after ready: " + ", ".join(f"{k} {v:.0f} ms" for k, v in lat_again.items()),
+                  flush=True)
+            figures["again"] = {"ready_s": round(again, 1), "ready_cpu_s": round(again_cpu, 1),
+                                "after_ready_ms": {k: round(v, 1) for k, v in lat_again.items()}}
         print(json.dumps(figures))
         return 0
     finally:
         if sampler is not None:
             sampler.stop.set()
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        if proc is not None:
+            stop_daemon(proc)
         server.terminate()
         server.join(5)
         if args.keep:

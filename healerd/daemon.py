@@ -14,7 +14,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pykka
 
@@ -92,6 +94,15 @@ EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting ca
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
     _cls.use_daemon_thread = True
+
+
+@dataclass
+class PendingBatch:
+    """Sources of a sources_dir handed to the writer: `result()` waits for its answer (or `error`
+    says why it could not be handed over)."""
+    batch: list[tuple[str, Blueprint]]
+    result: Callable[[], Any] | None
+    error: Exception | None = None
 
 
 class Daemon:
@@ -296,35 +307,41 @@ class Daemon:
             new: list[tuple[str, Blueprint]] = []   # sources to add, written ADD_BATCH at a time
             file_of: dict[str, str] = {}             # their file names, for the errors
             folder = Path(d)
-            files = sorted(p for p in folder.glob("*") if p.suffix in (".toml", ".json")) if folder.is_dir() else []
-            if not folder.is_dir():
+            if folder.is_dir():
+                # Names as strings, from one scandir: a Path per file and their sort cost seconds at 100k files.
+                with os.scandir(folder) as entries:
+                    files = sorted(e.name for e in entries if os.path.splitext(e.name)[1] in (".toml", ".json"))
+            else:
                 out["errors"][str(folder)] = ("sources_dir does not exist (or is not a directory); "
                                               "its sources are kept as they are")
                 log.error("sources_dir %s does not exist (or is not a directory)", folder)
                 return out   # nothing is removed because a directory went missing
-            for path in files:
-                name = path.stem
+            pending: PendingBatch | None = None   # the batch the writer registers while the next is read
+            for file_name in files:
+                name = os.path.splitext(file_name)[0]
                 seen.add(name)
                 try:
-                    bp = load_file(str(path), require_url=True)
+                    bp = load_file(os.path.join(folder, file_name), require_url=True)
                     check_browser_source(bp, self.config.browser)
                 except BlueprintError as exc:
-                    out["errors"][path.name] = str(exc)
-                    log.error("sources_dir: %s: %s", path.name, exc)
+                    out["errors"][file_name] = str(exc)
+                    log.error("sources_dir: %s: %s", file_name, exc)
                     continue
                 try:
                     if name not in known:
                         new.append((name, bp))
-                        file_of[name] = path.name
+                        file_of[name] = file_name
                         if len(new) >= ADD_BATCH:
-                            self._add_batch(new, file_of, out)
+                            self._finish_batch(pending, file_of, out)
+                            pending = self._start_batch(new)
                     elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
                         self.registry.write(Ledger.update_blueprint, name, bp)
                         self.registry.tell("validator", ForgetHistory(name))
                         out["changed"].append(name)
                 except Exception as exc:
-                    out["errors"][path.name] = str(exc)
-            self._add_batch(new, file_of, out)
+                    out["errors"][file_name] = str(exc)
+            self._finish_batch(pending, file_of, out)
+            self._finish_batch(self._start_batch(new), file_of, out)
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
                     self.registry.write(Ledger.remove_source, name)
@@ -335,19 +352,33 @@ class Daemon:
                      len(out["added"]), len(out["changed"]), len(out["removed"]))
         return out
 
-    def _add_batch(self, new: list[tuple[str, Blueprint]], file_of: dict[str, str], out: dict) -> None:
-        """Register the sources of `new` in one transaction (their errors under their file names in
-        `out`) and empty it."""
+    def _start_batch(self, new: list[tuple[str, Blueprint]]) -> PendingBatch | None:
+        """Hand the sources of `new` to the writer, to be registered in one transaction, and empty
+        `new`; the caller reads the next files meanwhile (reading and registering 100,000 files
+        one after the other took twice as long). None when `new` is empty."""
         if not new:
-            return
+            return None
         batch = new[:]
         new.clear()
         try:
-            done = self.registry.write(Ledger.add_sources, batch, "sources_dir")
+            return PendingBatch(batch, self.registry.write_soon(Ledger.add_sources, batch, "sources_dir"))
         except Exception as exc:
-            for name, _ in batch:
+            return PendingBatch(batch, None, exc)
+
+    def _finish_batch(self, pending: PendingBatch | None, file_of: dict[str, str], out: dict) -> None:
+        """Wait for a batch handed to the writer; its sources go to `out` (their errors under their
+        file names)."""
+        if pending is None:
+            return
+        try:
+            if pending.error is not None:
+                raise pending.error
+            assert pending.result is not None
+            done = pending.result()
+        except Exception as exc:
+            for name, _ in pending.batch:
                 out["errors"][file_of.get(name, name)] = str(exc)
-            log.error("sources_dir: %d sources could not be added: %s", len(batch), exc)
+            log.error("sources_dir: %d sources could not be added: %s", len(pending.batch), exc)
             return
         out["added"].extend(done["added"])
         for name in done["added"]:   # an earlier source of that name is another life: its alerts are no repeats

@@ -74,3 +74,27 @@ def _rows(conn, sql):
         desc = desc or [d[0] for d in cur.getdescription()]
         out.append(r if "source_events" in sql else dict(zip(desc, r)))
     return out
+
+
+def test_a_reload_over_several_batches_reports_every_file(daemon_factory):
+    """The writer registers one batch while the next files are read: every batch's sources are
+    reported added, in file order, the last partial one included, and a bad file between
+    batches is named without stopping the others. A name is the file name without its last
+    suffix (dots before it kept)."""
+    d = daemon_factory()
+    folder = d.tmp / "sources"
+    folder.mkdir()
+    d.config_path.write_text(d.config_path.read_text().replace("[daemon]", f'[daemon]\nsources_dir = "{folder}"'))
+    d.start(wait=60)
+    n = 2 * ADD_BATCH + 5
+    for i in range(n):
+        (folder / f"s{i:05d}.v1.json").write_text(json.dumps(dict(BP, url=f"http://127.0.0.1:9/p?{i}", every="1d")))
+    (folder / f"s{ADD_BATCH + 3:05d}.broken.json").write_text('{"fields": {}}')
+    (folder / "notes.txt").write_text("not a blueprint")
+    r = d.ctl("reload")
+    assert r.returncode == 1, r.stderr
+    added = r.stdout.split("added ", 1)[1].split(";", 1)[0].split(", ")
+    assert added == [f"s{i:05d}.v1" for i in range(n)]
+    assert f"s{ADD_BATCH + 3:05d}.broken.json" in r.stderr and "notes" not in r.stderr
+    listed = d.ctl_json("status")
+    assert len(listed) == n and listed[-1]["name"] == f"s{n - 1:05d}.v1"

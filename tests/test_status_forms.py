@@ -140,3 +140,26 @@ def test_a_changed_url_shows_masked_in_every_form_on_the_same_connection(tmp_pat
                 sources.masked_urls(conn)
     masked = conn.execute("SELECT count(*) FROM temp.masked_urls").fetchall()[0][0]
     assert masked <= 2 * 4 + 1000 + 1
+
+
+def test_the_table_of_masked_urls_is_filled_in_one_pass(tmp_path):
+    """URLs not masked yet are read as one JSON text, masked in Python and written back as one
+    (no SQL function called per URL): each ends up masked as mask_url masks it, a URL shared by
+    two sources once, odd characters intact, and a second pass adds nothing."""
+    from healerd.core.blueprint import from_dict
+    from healerd.core.sanitize import mask_url
+
+    conn = open_db(str(tmp_path / "healerd.db"))
+    urls = ["http://user:hunter2@127.0.0.1:9/a?token=s3cr3t&page=2", "http://127.0.0.1:9/caf\u00e9?q=\"x\"",
+            "http://127.0.0.1:9/plain", "http://127.0.0.1:9/plain"]
+    for i, url in enumerate(urls):
+        sources.add(conn, f"s{i}", from_dict({"url": url, "fields": {"t": {"css": "h1"}}}))
+    sources.masked_urls(conn)
+    kept = dict(conn.execute("SELECT url, masked FROM temp.masked_urls").fetchall())
+    assert kept == {u: mask_url(u) for u in urls}
+    assert "hunter2" not in kept[urls[0]] and "s3cr3t" not in kept[urls[0]]
+    sources.masked_urls(conn)
+    assert conn.execute("SELECT count(*) FROM temp.masked_urls").fetchall()[0][0] == 3
+    shown = {r["name"]: r["url"] for r in sources.status_all(conn)}
+    assert shown == {f"s{i}": mask_url(u) for i, u in enumerate(urls)}
+    conn.close()

@@ -175,3 +175,25 @@ def test_kept_rows_page_by_name_and_follow_writes(tmp_path):
     assert objects(texts) == sources.status_all(conn)[20:25] and last == "src-00024"
     assert objects(texts)[1]["paused"] is True and objects(texts)[2]["state"] == "DEAD"
     conn.close()
+
+
+def test_a_page_read_in_one_step_keeps_every_row_whole(tmp_path):
+    """A page comes from SQLite as one row (its names, its rows joined by newlines): a value
+    holding a newline, a comma, quotes or a non-ASCII character stays in its row, in every order."""
+    conn = open_db(str(tmp_path / "healerd.db"))
+    _fleet(conn, 7, degraded=(2, 5))
+    with conn:
+        conn.execute("UPDATE source_health SET last_error = ? WHERE source_name IN ('src-00002', 'src-00005')",
+                     ('line one\nline two, "quoted" caf\u00e9 \u2028 end',))
+    whole = {o["name"]: o for o in sources.status_all(conn)}
+    for order in ("name", "attention"):
+        for states in (None, ["DEGRADED", "ACTIVE"]):
+            got = status_pages.page(conn, limit=100, order=order, states=states)
+            assert len(got["rows"]) == 7
+            assert {o["name"]: o for o in _objects(got)} == whole
+    got = status_pages.page(conn, limit=3, order="name", after="src-00001")
+    assert [o["name"] for o in _objects(got)] == ["src-00002", "src-00003", "src-00004"] and got["last"] == "src-00004"
+    assert _objects(got)[0]["last_error"].startswith("line one\nline two")
+    assert status_pages.page(conn, limit=3, order="name", after="src-99999") == {
+        "rows": [], "total": 7, "by_state": got["by_state"], "last": None}
+    conn.close()

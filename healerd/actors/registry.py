@@ -83,6 +83,22 @@ class ActorRegistry:
             raise result.exc
         return result
 
+    def write_soon(self, method: Callable[Concatenate[Ledger, P], Effects], /, *args: P.args,
+                   **kwargs: P.kwargs) -> Callable[[], Any]:
+        """Like `write`, without waiting: the write is queued now, and the function returned waits
+        for its result (re-raising its exception) when called."""
+        from healerd.actors.messages import WriteJob
+
+        future = self.get("writer").ask(WriteJob(method, args, kwargs), block=False)
+
+        def result() -> Any:
+            found = future.get(timeout=WRITE_TIMEOUT)
+            if isinstance(found, Failure):
+                raise found.exc
+            return found
+
+        return result
+
     def write_later(self, method: Callable[Concatenate[Ledger, P], object], /, *args: P.args,
                     **kwargs: P.kwargs) -> None:
         """Tell the StoreWriter to run `method` (a Ledger method); nobody waits for it."""

@@ -81,8 +81,6 @@ class ControlOps(DataOps):
     def __init__(self, daemon: DaemonHost):
         self.daemon = daemon
         self._local = threading.local()
-        self._fleet_lock = threading.Lock()
-        self._fleet: tuple[Any, StatusRows] | None = None   # (a connection, the fleet's rows) for paging by name
 
     @property
     def conn(self):
@@ -197,18 +195,9 @@ class ControlOps(DataOps):
             order = "name" if wanted <= limit else "attention"
         if order == "attention" and after is not None:
             raise ControlError("bad_request", "after pages by name: use offset with the attention order")
-        if order == "name" and states is None:
-            # The whole fleet by name (status --json, page after page): one kept copy of every
-            # row for all control threads, re-reading only the sources changed since the last page.
-            with self._fleet_lock:
-                if self._fleet is None:
-                    self._fleet = (connect(self.daemon.db_path), StatusRows(table=True))
-                fleet_conn, kept = self._fleet
-                texts, last, _ = kept.page(fleet_conn, limit, offset, after)
-            by_state = sources.state_counts(self.conn)
-            got = {"rows": texts, "last": last, "total": sum(by_state.values()), "by_state": by_state}
-        else:
-            got = status_pages.page(self.conn, limit=limit, offset=offset, order=order, states=states, after=after)
+        # By name, each page is a range of the primary key read in one step (store/status_pages.py):
+        # no kept copy of the whole fleet, whose first read on a busy daemon took seconds.
+        got = status_pages.page(self.conn, limit=limit, offset=offset, order=order, states=states, after=after)
         return {"columns": list(sources.STATUS_KEYS), "rows": RawJSON("[" + ",".join(got["rows"]) + "]"),
                 "order": order, "offset": offset, "total": got["total"], "last": got["last"],
                 "summary": self._summary(got["by_state"])}

@@ -35,8 +35,6 @@ from functools import cached_property, lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from selectolax.lexbor import LexborHTMLParser
-
 from healerd.core.errors import HealerdError
 from healerd.core.terminal import escaped
 from healerd.core.timeutil import parse_duration
@@ -46,7 +44,6 @@ DEFAULT_EVERY = 900.0
 FETCH_MODES = ("http", "browser")
 _TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name", "fetch", "wait_for", "key"}
 _FIELD_KEYS = {"css", "attr", "type", "required"}
-_PROBE = LexborHTMLParser("<html><body><p>probe</p></body></html>")
 
 
 class BlueprintError(ValueError, HealerdError):
@@ -179,6 +176,16 @@ def check_selector(css: str, key: str) -> None:
         raise BlueprintError(key, f"selectolax cannot parse the selector {css!r} ({problem})")
 
 
+@lru_cache(maxsize=1)
+def _probe() -> Any:
+    """A tiny parsed page to try selectors on. selectolax is imported here, on the first selector
+    checked, not with this module: a command line that only reads blueprints' names (`healerctl
+    status`) does not pay for loading the HTML parser."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    return LexborHTMLParser("<html><body><p>probe</p></body></html>")
+
+
 # A blueprint read back from the store is checked again each time it is parsed, and sources
 # share selectors: selectolax's verdict on a selector of ordinary length is remembered.
 _REMEMBERED_SELECTOR_LEN = 512
@@ -188,7 +195,7 @@ _REMEMBERED_SELECTOR_LEN = 512
 def _selector_problem(css: str) -> str | None:
     """Why selectolax rejects `css`, or None."""
     try:
-        _PROBE.css(css)
+        _probe().css(css)
     except Exception as exc:  # selectolax raises its own error type
         return str(exc)
     return None

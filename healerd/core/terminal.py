@@ -14,6 +14,7 @@ are escaped as `\\u007f`..`\\u009f` (the same JSON value).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -60,5 +61,55 @@ def json_text(obj: Any, *, indent: int | None = None, separators: tuple[str, str
     """`json.dumps(obj, ensure_ascii=False, ...)` with DEL and C1 characters escaped too: the same
     JSON value, and no byte a terminal would act on (outside JSON's structure every character is
     ASCII, so each raw one is inside a string, where `\\u00XX` means the same character)."""
-    text = json.dumps(obj, ensure_ascii=False, indent=indent, separators=separators, default=default)
+    text = None
+    if indent is not None and separators is None and default is None:
+        try:
+            text = _indented(obj, " " * indent, 0)
+        except (_NotPlain, RecursionError):
+            text = None
+    if text is None:
+        text = json.dumps(obj, ensure_ascii=False, indent=indent, separators=separators, default=default)
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) if _JSON_RAW.search(text) else text
+
+
+# `json.dumps(..., indent=N)` runs the json module's pure-Python encoder (its C encoder is used
+# only without indent): `healerctl status --json` spent most of its CPU there, on 100,000 flat
+# objects. `_indented` gives the very same text, each object or array whose members hold no
+# container encoded by the C encoder in one call, with the newline and indent as its separator.
+
+class _NotPlain(Exception):
+    """A value `_indented` leaves to json.dumps (a key that is not a string, under containers)."""
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_encoder(between: str) -> json.JSONEncoder:
+    return json.JSONEncoder(ensure_ascii=False, separators=("," + between, ": "))
+
+
+def _indented(obj: Any, step: str, depth: int) -> str:
+    """json.dumps(obj, ensure_ascii=False, indent=len(step)) at nesting `depth`."""
+    if isinstance(obj, dict):
+        values: Any = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        values = obj
+    else:
+        return _flat_encoder("").encode(obj)
+    if not obj:
+        return "{}" if isinstance(obj, dict) else "[]"
+    between = "\n" + step * (depth + 1)
+    end = "\n" + step * depth
+    for v in values:
+        if isinstance(v, _CONTAINERS):
+            break
+    else:   # no member is a container
+        text = _flat_encoder(between).encode(obj)
+        return f"{text[0]}{between}{text[1:-1]}{end}{text[-1]}"
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise _NotPlain
+        parts = [_flat_encoder("").encode(k) + ": " + _indented(v, step, depth + 1) for k, v in obj.items()]
+        return "{" + between + ("," + between).join(parts) + end + "}"
+    return "[" + between + ("," + between).join(_indented(v, step, depth + 1) for v in obj) + end + "]"

@@ -94,6 +94,11 @@ def _masked_url(url: str) -> str:
     return mask_url(url)
 
 
+def masked_source_url(url: str) -> str:
+    """A source's URL as status answers show it (credentials and secret query values masked), remembered."""
+    return _masked_url(url)
+
+
 def open_db(path: str | os.PathLike) -> apsw.Connection:
     """Open (creating if needed) the database and bring its schema to the newest version."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
