@@ -5,7 +5,8 @@ after cycle, the two shapes of one attack:
 
 - cycle 1: `div:has(div:has(div:has(div:has(div:has(td)))))` (nested `:has()`): refused by the
   static check before it becomes a candidate (never staged);
-- cycle 2: `span div div div tr` (within the static bounds, yet ~9 s of lexbor on this page):
+- cycle 2: `span div div div tr` (within the static bounds, yet ~0.3 s of lexbor per row on this
+  page, so ~30 s for the hundred rows here on a quiet machine, whatever its speed far past the deadline):
   staged, tried in the trial worker, stopped at `[daemon] extraction_timeout` (2 s here),
   recorded as rejected "too slow on this page" before its worker is killed.
 
@@ -31,6 +32,10 @@ from test_e2e_external import FIXED, add_and_break, assert_running, healer_calls
 BOMB = dict(FIXED, items="div:has(div:has(div:has(div:has(div:has(td)))))")
 SLOW = dict(FIXED, items="span div div div tr")
 PING_TIMEOUT_S = 3.0
+# The slow selector's cost grows with the rows (each `tr` backtracks through C(240, 3) div chains):
+# ~0.3 s a row on a quiet machine. A hundred rows keep it ~15x past the 2 s deadline on a fast,
+# quiet machine, so it is the deadline that stops it, never the selector finishing first.
+SLOW_ROWS = ROWS * 20
 
 
 def hostile_page(depth: int = 240, rows=ROWS) -> str:
@@ -107,7 +112,7 @@ def test_a_selector_bomb_from_the_healer_never_freezes_the_daemon(site, daemon_f
         cfg = cfg.replace("[daemon]\n", '[daemon]\nextraction_timeout = "2s"\n', 1)
         d = daemon_factory(cfg).start()
         with Pinger(d) as pinger:
-            add_and_break(d, site, tmp_path, new_page=hostile_page())
+            add_and_break(d, site, tmp_path, new_page=hostile_page(rows=SLOW_ROWS))
             # The slow answer is staged once, tried, stopped at the deadline, and rejected.
             got = d.wait_for(lambda: [v for v in slow_versions(d) if v["status"] == "rejected"], timeout=90,
                              what="the slow candidate to be rejected")
@@ -160,8 +165,8 @@ def test_a_crash_while_the_answer_is_tried_does_not_get_it_tried_again(site, dae
         cfg = healer_config(healer.url, timeouts="[5, 5]", cycles=2, attempts=5)
         cfg = cfg.replace("[daemon]\n", '[daemon]\nextraction_timeout = "60s"\n', 1)
         d = daemon_factory(cfg).start()
-        # Ten rows: the slow answer needs ~17 s of lexbor here, far more than the crash below waits.
-        add_and_break(d, site, tmp_path, new_page=hostile_page(rows=ROWS * 2))
+        # A hundred rows: the slow answer needs ~30 s of lexbor, far more than the crash below waits.
+        add_and_break(d, site, tmp_path, new_page=hostile_page(rows=SLOW_ROWS))
         d.wait_for(lambda: [v for v in slow_versions(d) if v["status"] == "staging"], timeout=90,
                    what="the slow candidate to be staged")
         with Pinger(d) as pinger:
@@ -206,7 +211,7 @@ def test_a_page_that_makes_a_persons_selector_too_slow_is_a_timeout_not_a_freeze
         r = d.ctl("add", "stats", "--blueprint", write_blueprint(tmp_path / "stats.json", site.url("/stats"), person))
         assert r.returncode == 0, r.stderr
         assert d.ctl_json("run", "stats")["ok"] is True
-        site.page("/stats", hostile_page())
+        site.page("/stats", hostile_page(rows=SLOW_ROWS))
         out = d.ctl_json("run", "stats")
         assert out["ok"] is False and out["error_type"] == "TIMEOUT", out
         assert "extraction too slow" in out["error"]
