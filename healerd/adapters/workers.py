@@ -649,7 +649,10 @@ class WorkerPool:
             while True:
                 if self._closed:
                     raise WorkerError("the worker pool is stopped (healerd is shutting down)")
-                ready = [w for w in self._workers if not w.dead and len(w.inflight) < w.threads]
+                # A worker that died while idle may not be marked dead yet (its reader has not seen
+                # its pipe end): ask the process itself, so no job is handed to a dead one.
+                ready = [w for w in self._workers
+                         if not w.dead and len(w.inflight) < w.threads and w.proc.poll() is None]
                 if ready:
                     w = min(ready, key=lambda x: len(x.inflight))
                     w.inflight[ident] = slot
