@@ -23,7 +23,9 @@ from healerd.store.db import connect, open_db, rows
 from healerd.store.ledger import Ledger
 from healerd.waiters import Waiters
 
-ROWS = "".join(f'<tr class="row"><td class="n">P{i}</td><td class="s">{i}</td></tr>' for i in range(5))
+# A hundred rows: `span div div div tr` backtracks through C(240, 3) div chains for each `tr`, ~0.3 s
+# a row on a quiet machine, so it outlasts the 1 s deadline many times over on any machine.
+ROWS = "".join(f'<tr class="row"><td class="n">P{i}</td><td class="s">{i}</td></tr>' for i in range(100))
 DEEP = "<html><body>" + "<div>" * 240 + f'<table class="t">{ROWS}</table>' + "</div>" * 240 + "</body></html>"
 PERSON = {"items": "div:has(div:has(table.t)) tr.row", "fields": {"name": {"css": "td.n"}}}
 

@@ -308,6 +308,7 @@ def test_a_scrape_over_its_own_deadline_is_not_tried_again(server):
 
     server.route("/stuck", _slow(4.0, page(2)))
     p = WorkerPool(1, deadline=1.0, threads=2)
+    assert p.wait_ready(60)   # the 1 s runs from the job's sending: a worker still starting would eat it
     scraper = Scraper(0, Config(), ActorRegistry(), None, p)
     job = ScrapeJob(name="shop", url=server.url("/stuck"), host="127.0.0.1", blueprint_json=BP.to_json(), version=1,
                     etag=None, last_modified=None)
