@@ -4,6 +4,8 @@ daemon cannot be reached or refuses this user)."""
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +49,32 @@ def _call(ctx: click.Context, socket_path: str | None, op: str, args: dict | Non
         raise CtlError(str(exc), exit_code=3) from None
     except ControlError as exc:
         raise _error_answer(exc, path) from None
+
+
+def poll_follow(path: str, op: str, args_after: Callable[[], dict], emit: Callable[[Any], None]) -> None:
+    """Poll `op` twice a second until Ctrl-C, handing each answer to `emit` (which prints it and
+    moves the cursor `args_after` reads). A daemon that cannot be reached (restarting) is said once
+    on stderr and tried again; its coming back is said once too."""
+    lost = False
+    try:
+        while True:
+            time.sleep(FOLLOW_INTERVAL)
+            try:
+                answer = call(path, op, args_after(), timeout=DEFAULT_TIMEOUT)
+            except DaemonUnreachable as exc:
+                if not lost:
+                    click.echo(f"healerctl: {exc}; still trying", err=True)
+                    lost = True
+                continue
+            except ControlError as exc:
+                raise _error_answer(exc, path) from None
+            if lost:
+                click.echo("healerctl: connected to the daemon again", err=True)
+                lost = False
+            emit(answer)
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        return
 
 
 def _error_answer(exc: ControlError, path: str) -> CtlError:

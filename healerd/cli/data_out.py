@@ -4,24 +4,18 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Iterable
 from typing import Any
 
 import click
 
 from healerd.cli.calls import (
-    DEFAULT_TIMEOUT,
-    FOLLOW_INTERVAL,
     _call,
-    _error_answer,
     _socket,
+    poll_follow,
     socket_option,
 )
 from healerd.cli.output import _cell, _one_line, _print_json, _rel, _table
-from healerd.control.client import DaemonUnreachable, call
-from healerd.control.protocol import ControlError
 from healerd.core.terminal import json_text, visible
 
 
@@ -39,36 +33,20 @@ def _scrape_line(name: str, rec: dict) -> str:
 def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: str | None) -> None:
     """Print each scrape of `name` stored from now on, until Ctrl-C (polling twice a second)."""
     first = _call(ctx, socket_path, "records_since", {"name": name})
-    last = int(first.get("last_id") or 0)
-    path = _socket(ctx, socket_path)
-    lost = False
-    try:
-        while True:
-            time.sleep(FOLLOW_INTERVAL)
-            try:
-                r = call(path, "records_since", {"name": name, "after_id": last}, timeout=DEFAULT_TIMEOUT)
-            except DaemonUnreachable as exc:
-                if not lost:
-                    click.echo(f"healerctl: {exc}; still trying", err=True)
-                    lost = True
-                continue
-            except ControlError as exc:
-                raise _error_answer(exc, path) from None
-            if lost:
-                click.echo("healerctl: connected to the daemon again", err=True)
-                lost = False
-            for rec in r.get("records") or []:
-                if as_json:
-                    click.echo(_compact(rec))
-                else:
-                    click.echo(_scrape_line(name, rec))
-                    data = rec.get("data")
-                    for item in data if isinstance(data, list) else [data]:
-                        click.echo(f"  {_compact(item)}")
-            sys.stdout.flush()
-            last = int(r.get("last_id") or last)
-    except KeyboardInterrupt:
-        return
+    cursor = {"after_id": int(first.get("last_id") or 0)}
+
+    def emit(r: dict) -> None:
+        for rec in r.get("records") or []:
+            if as_json:
+                click.echo(_compact(rec))
+            else:
+                click.echo(_scrape_line(name, rec))
+                data = rec.get("data")
+                for item in data if isinstance(data, list) else [data]:
+                    click.echo(f"  {_compact(item)}")
+        cursor["after_id"] = int(r.get("last_id") or cursor["after_id"])
+
+    poll_follow(_socket(ctx, socket_path), "records_since", lambda: {"name": name, **cursor}, emit)
 
 
 def _change_lines(c: dict) -> list[str]:

@@ -11,12 +11,10 @@ from typing import Any
 import click
 
 from healerd.cli.calls import (
-    DEFAULT_TIMEOUT,
-    FOLLOW_INTERVAL,
     _call,
-    _error_answer,
     _socket,
     json_option,
+    poll_follow,
     socket_option,
 )
 from healerd.cli.output import (
@@ -30,8 +28,6 @@ from healerd.cli.output import (
     _table,
     _ts,
 )
-from healerd.control.client import DaemonUnreachable, call
-from healerd.control.protocol import ControlError
 from healerd.core.terminal import json_text, visible
 
 
@@ -181,29 +177,16 @@ def alerts(ctx, follow, as_json, limit, socket_path):
         else:
             _emit_alerts(first, False, False)
         return
-    path = _socket(ctx, socket_path)
-    last = _last_id(first, 0)
-    lost = False
+    cursor = {"after_id": _last_id(first, 0)}
+    _emit_alerts(first, as_json, True)
+    sys.stdout.flush()
+
+    def emit(new: list | None) -> None:
+        _emit_alerts(new or [], as_json, True)
+        cursor["after_id"] = _last_id(new or [], cursor["after_id"])
+
     try:
-        _emit_alerts(first, as_json, True)
-        sys.stdout.flush()
-        while True:
-            time.sleep(FOLLOW_INTERVAL)
-            try:
-                new = call(path, "alerts", {"after_id": last}, timeout=DEFAULT_TIMEOUT) or []
-            except DaemonUnreachable as exc:
-                if not lost:
-                    click.echo(f"healerctl: {exc}; still trying", err=True)
-                    lost = True
-                continue
-            except ControlError as exc:
-                raise _error_answer(exc, path) from None
-            if lost:
-                click.echo("healerctl: connected to the daemon again", err=True)
-                lost = False
-            _emit_alerts(new, as_json, True)
-            sys.stdout.flush()
-            last = _last_id(new, last)
+        poll_follow(_socket(ctx, socket_path), "alerts", lambda: dict(cursor), emit)
     except KeyboardInterrupt:
         return
 
