@@ -26,6 +26,7 @@ import errno
 import mmap
 import os
 import shutil
+import sys
 
 from healerd.adapters.sandbox import unprivileged_ids
 
@@ -116,6 +117,10 @@ def prepare(base: str) -> dict:
         uid, gid = unprivileged_ids()
         os.chown(path, uid, gid)
         try:
+            if _installed_under("/tmp"):
+                # Mounting over /tmp would hide the interpreter's own files and Playwright's
+                # driver from this process: the fallback below instead.
+                raise OSError("healerd is installed under /tmp")
             _own_tmp(path)
             tmp, private_tmp = "/tmp", True
         except OSError:
@@ -132,6 +137,15 @@ def prepare(base: str) -> dict:
     os.chdir(tmp)
     why = sandbox_problem()
     return {"uid": os.geteuid(), "tmp": tmp, "private_tmp": private_tmp, "sandbox": why is None, "why": why or ""}
+
+
+def _installed_under(top: str) -> bool:
+    """Whether the interpreter's prefix or Playwright's package (its driver) lies under `top`."""
+    import playwright
+
+    places = [sys.prefix, os.path.dirname(playwright.__file__)]
+    top = os.path.realpath(top).rstrip("/") + "/"
+    return any(os.path.realpath(p).startswith(top) for p in places)
 
 
 def _own_tmp(path: str) -> None:
