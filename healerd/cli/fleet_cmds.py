@@ -178,14 +178,14 @@ def alerts(ctx, follow, as_json, limit, socket_path):
             _emit_alerts(first, False, False)
         return
     cursor = {"after_id": _last_id(first, 0)}
-    _emit_alerts(first, as_json, True)
-    sys.stdout.flush()
 
     def emit(new: list | None) -> None:
         _emit_alerts(new or [], as_json, True)
         cursor["after_id"] = _last_id(new or [], cursor["after_id"])
 
-    try:
+    try:   # Ctrl-C may come while the alerts so far are still being printed
+        _emit_alerts(first, as_json, True)
+        sys.stdout.flush()
         poll_follow(_socket(ctx, socket_path), "alerts", lambda: dict(cursor), emit)
     except KeyboardInterrupt:
         return
