@@ -51,6 +51,7 @@ from healerd import __version__
 from healerd.core import errors
 from healerd.core.classify import detect_block
 from healerd.core.errors import HealerdError
+from healerd.core.netpolicy import same_origin  # the one origin rule: HTTP and browser fetches alike
 from healerd.core.sanitize import mask_url
 
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
@@ -705,19 +706,6 @@ class Fetcher:
             return status, hdrs, body.body()
 
 
-def same_origin(first: str, other: str) -> bool:
-    """True when `other` has the origin of `first`: the same scheme, host and port (default
-    ports filled in). A source's headers and cookies are sent only there: never to another
-    port of the same host, never from https down to http."""
-    try:
-        a, b = urlsplit(first), urlsplit(other)
-        return ((a.scheme or "").lower(), a.hostname, a.port or _DEFAULT_PORT.get(a.scheme.lower())) == \
-            ((b.scheme or "").lower(), b.hostname, b.port or _DEFAULT_PORT.get(b.scheme.lower()))
-    except ValueError:
-        return False
-
-
-_DEFAULT_PORT = {"http": 80, "https": 443}
 
 
 def _deadline_error(deadline: _Deadline, current: str, url: str, status: int | None) -> FetchError:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
+from healerd.core.peers import normal_ip
+
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 # A WebSocket to the page's own host and port is the same origin for this purpose.
 _SAME_AS = {"ws": "http", "wss": "https"}
@@ -52,11 +54,9 @@ def internal(address: str) -> bool:
     """True for an address a scraped page must not reach: loopback, private, link-local,
     unique-local, unspecified, multicast, reserved (IPv4-mapped IPv6 judged as IPv4)."""
     try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        ip = normal_ip(address)
     except ValueError:
         return True   # not an address we can judge: refused
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
     return bool(ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast
                 or ip.is_reserved or (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local))
 
