@@ -39,12 +39,13 @@ from healerd import __version__
 from healerd.adapters.fetch_body import _BoundedBody, decode_body
 from healerd.adapters.fetch_deadline import _CURRENT, _bind_deadlines, _Deadline
 from healerd.adapters.fetch_errors import (
+    REQUEST_FAILURES,
     FetchError,
     _deadline_error,
     _host_port,
     _reason,
-    classify_transport_error,
     parse_retry_after,
+    request_failure,
 )
 from healerd.core import errors
 from healerd.core.classify import detect_block
@@ -257,17 +258,8 @@ class Fetcher:
                 return resp.status_code, b"".join(got)
         except FetchError:
             raise
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            if deadline.expired():
-                raise _deadline_error(deadline, url, url, None) from None
-            kind, message = classify_transport_error(exc, url)
-            raise FetchError(kind, message, url=url) from None
-        except (UnicodeError, ValueError, TypeError) as exc:   # headers httpx cannot send, a host IDNA rejects
-            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(url)} "
-                             f"({type(exc).__name__})", url=url) from None
-        except OSError as exc:
-            kind, message = classify_transport_error(exc, url)
-            raise FetchError(kind, message, url=url) from None
+        except REQUEST_FAILURES as exc:
+            raise request_failure(exc, deadline, url, url) from None
         finally:
             _CURRENT.reset(token)
 
@@ -319,21 +311,8 @@ class Fetcher:
         except FetchError as exc:
             exc.url = url
             raise
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            if deadline.expired():
-                raise _deadline_error(deadline, current, url, None) from None
-            kind, message = classify_transport_error(exc, current)
-            raise FetchError(kind, message, url=url) from None
-        except (UnicodeEncodeError, TypeError) as exc:   # headers/cookies httpx cannot send
-            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(current)}: header and "
-                             f"cookie names and values must be ASCII text ({type(exc).__name__})",
-                             url=url) from None
-        except (UnicodeError, ValueError) as exc:        # e.g. a host name IDNA rejects
-            raise FetchError(errors.HTTP_ERROR, f"invalid URL: {mask_url(current)} ({type(exc).__name__}: "
-                             f"{str(exc)[:80]})", url=url) from None
-        except OSError as exc:  # raised outside httpx's mapping (rare)
-            kind, message = classify_transport_error(exc, current)
-            raise FetchError(kind, message, url=url) from None
+        except REQUEST_FAILURES as exc:
+            raise request_failure(exc, deadline, current, url) from None
         finally:
             _CURRENT.reset(token)
 

@@ -137,6 +137,32 @@ def _deadline_error(deadline: _Deadline, current: str, url: str, status: int | N
                       f"{deadline.elapsed():.1f}s (total deadline {deadline.seconds:g}s)", url=url, status=status)
 
 
+# What sending a request or reading its answer may raise besides FetchError: httpx's errors,
+# headers or a host name httpx cannot encode, and the OS's errors outside httpx's mapping.
+REQUEST_FAILURES = (httpx.HTTPError, httpx.InvalidURL, UnicodeError, ValueError, TypeError, OSError)
+
+
+def request_failure(exc: Exception, deadline: _Deadline, current: str, url: str) -> FetchError:
+    """The FetchError for `exc` (one of REQUEST_FAILURES), raised while sending a request to
+    `current` or reading its answer, in a request that began at `url` (`current` is another URL
+    after a redirect): the total deadline when it is what ended the request, else one line
+    naming what failed. The one translation the GET (a page, robots.txt) and the POST (a feed's
+    webhook) share."""
+    if isinstance(exc, (httpx.HTTPError, httpx.InvalidURL)):
+        if deadline.expired():
+            return _deadline_error(deadline, current, url, None)
+        kind, message = classify_transport_error(exc, current)
+        return FetchError(kind, message, url=url)
+    if isinstance(exc, (UnicodeEncodeError, TypeError)):   # headers/cookies httpx cannot send
+        return FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(current)}: header and "
+                          f"cookie names and values must be ASCII text ({type(exc).__name__})", url=url)
+    if isinstance(exc, (UnicodeError, ValueError)):        # e.g. a host name IDNA rejects
+        return FetchError(errors.HTTP_ERROR, f"invalid URL: {mask_url(current)} ({type(exc).__name__}: "
+                          f"{str(exc)[:80]})", url=url)
+    kind, message = classify_transport_error(exc, current)   # an OSError outside httpx's mapping (rare)
+    return FetchError(kind, message, url=url)
+
+
 def _reason(status: int) -> str:
     try:
         from http import HTTPStatus
