@@ -34,6 +34,7 @@ import contextlib
 import json
 import re
 import time
+from typing import Any, cast
 
 from healerd.adapters.browser_context import _close_made, _Slot
 from healerd.adapters.browser_guard import _CLOSED, _NET_CODE, _Failed, _Guard
@@ -70,12 +71,12 @@ class Worker:
         self.launch_timeout = launch_timeout
         self.endpoint = endpoint
         self.sandbox = sandbox
-        self.pw = None
-        self.browser = None
+        self.pw: Any = None        # playwright's Playwright, once serve() has started it
+        self.browser: Any = None   # its Browser, launched (or connected) on the first fetch
         self._launch_lock = asyncio.Lock()
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
         # The next fetch's context, being made or ready: (the browser, the user agent, the task making it).
-        self._spare: tuple[object, str, asyncio.Future] | None = None
+        self._spare: tuple[Any, str, asyncio.Future] | None = None
         self._closing = False
 
     async def _browser(self):
@@ -130,7 +131,7 @@ class Worker:
             return hit[1]
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port)
-            found = sorted({info[4][0] for info in infos})
+            found = sorted({cast(str, info[4][0]) for info in infos})   # an address, for AF_INET(6)
         except OSError:
             found = []
         if len(self._dns) > 1000:
