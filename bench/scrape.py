@@ -501,7 +501,7 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.actors.messages import ExtractedPage, ScrapeJob
     from healerd.actors.validator import judge
     from healerd.adapters.fetch import Fetcher
-    from healerd.adapters.workers import PageJob, process_page
+    from healerd.adapters.page_work import PageJob, process_page
     from healerd.config import Config
     from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.store import sources

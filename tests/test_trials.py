@@ -12,8 +12,9 @@ import os
 
 import pytest
 
+from healerd.adapters.page_work import FetchJob
 from healerd.adapters.trials import TOO_SLOW, TooSlow, TrialFailed, Trials
-from healerd.adapters.workers import FetchJob, WorkerPool
+from healerd.adapters.workers import WorkerPool
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 
@@ -134,7 +135,7 @@ def test_a_worker_its_daemon_does_not_stop_ends_itself_past_the_deadline(monkeyp
         pool.wait_ready(30)
         victim = pool.pids()[0]
         proc = pool._workers[0].proc
-        from healerd.adapters.workers import PageJob
+        from healerd.adapters.page_work import PageJob
 
         with pytest.raises(Exception, match="extraction too slow"):
             pool.run(PageJob(body=b"", encoding="utf-8", blueprint_json=SLOW_BP.extraction_json, text=DEEP))

@@ -1,4 +1,4 @@
-"""The extraction worker processes (healerd/workers.py): real processes, real pages."""
+"""The extraction worker processes (healerd/adapters/workers.py, page_work.py, worker_protocol.py): real processes, real pages."""
 
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ import time
 
 import pytest
 
-from healerd.adapters.workers import (
-    FetchJob,
-    PageJob,
-    WorkerError,
-    WorkerPool,
-    default_workers,
-    process_page,
-)
+from healerd.adapters.page_work import FetchJob, PageJob, process_page
+from healerd.adapters.workers import WorkerError, WorkerPool, default_workers
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
@@ -164,7 +158,7 @@ def test_a_fetching_worker_gives_what_fetching_in_process_gives(server):
     from httpfixture import page as http_page
 
     from healerd.adapters.fetch import FetchConfig, Fetcher
-    from healerd.adapters.workers import FetchJob, fetch_and_process
+    from healerd.adapters.page_work import FetchJob, fetch_and_process
 
     server.route("/list", http_page(page(12), headers={"ETag": '"v1"'}))
     job = FetchJob(url=server.url("/list"), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0))
@@ -191,7 +185,7 @@ def test_a_fetching_worker_reports_the_fetch_error_class_and_the_not_html_answer
     from httpfixture import page as http_page
 
     from healerd.adapters.fetch import FetchConfig
-    from healerd.adapters.workers import FetchJob
+    from healerd.adapters.page_work import FetchJob
     from healerd.core import errors
 
     server.route("/gone", http_page("<html><body>gone</body></html>", status=410))
@@ -209,7 +203,7 @@ def test_a_fetching_worker_reports_the_fetch_error_class_and_the_not_html_answer
 def test_a_slow_site_does_not_hold_up_other_jobs_on_the_same_worker(server):
     """A worker has several threads: its other jobs go on while one waits for a slow answer."""
     from healerd.adapters.fetch import FetchConfig
-    from healerd.adapters.workers import FetchJob
+    from healerd.adapters.page_work import FetchJob
 
     server.route("/slow", _slow(2.0, page(3)))
     server.route("/fast", _slow(0.0, page(4)))
@@ -233,7 +227,7 @@ def test_a_slow_site_does_not_hold_up_other_jobs_on_the_same_worker(server):
 
 def test_a_worker_killed_with_several_jobs_in_hand_fails_each_of_them_and_is_replaced(server):
     from healerd.adapters.fetch import FetchConfig
-    from healerd.adapters.workers import FetchJob
+    from healerd.adapters.page_work import FetchJob
 
     server.route("/slow", _slow(3.0, page(3)))
     p = WorkerPool(1, deadline=30.0, threads=3)
@@ -383,7 +377,7 @@ def test_a_worker_builds_its_tls_context_before_it_says_ready(monkeypatch):
     """The CA bundle is loaded while the worker starts, not by its first jobs' fetches."""
     from multiprocessing import Pipe
 
-    from healerd.adapters import workers as workers_mod
+    from healerd.adapters import worker_protocol as workers_mod
 
     built = threading.Event()
 

@@ -65,11 +65,11 @@ class ServiceActor(pykka.ThreadingActor):
         return run_parser_on(bp, html, limits, trials=self.registry.trials, on_overrun=on_overrun)
 
     def bounded(self, name: str, *args):
-        """A core page check that evaluates selectors on untrusted pages (healerd.adapters.workers.CALLS:
+        """A core page check that evaluates selectors on untrusted pages (healerd.adapters.page_work.CALLS:
         the built-in healer, drift, data gone) in the trial worker with its deadline (TooSlow past it);
         in this thread only when no trial worker is set up (tools and tests)."""
         if self.registry.trials is None:
-            from healerd.adapters.workers import _core_call
+            from healerd.adapters.page_work import _core_call
 
             return _core_call(name)(*args)
         return self.registry.trials.call(name, *args)

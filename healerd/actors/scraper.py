@@ -20,18 +20,17 @@ from healerd.actors.base import ServiceActor, fetch_config, page_limits
 from healerd.actors.messages import ExtractedPage, ScrapeJob, ScraperFree
 from healerd.actors.parser_run import run_parser_on
 from healerd.actors.registry import ActorRegistry
-from healerd.adapters.robots import RobotsPolicy
-from healerd.adapters.workers import (
+from healerd.adapters.page_work import (
     FetchJob,
     FetchOutcome,
     PageJob,
     PageResult,
-    WorkerError,
-    WorkerPool,
     fetch_and_process,
     fetch_answer,
     process_page,
 )
+from healerd.adapters.robots import RobotsPolicy
+from healerd.adapters.workers import WorkerError, WorkerPool
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import Blueprint, from_json

@@ -41,19 +41,12 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from healerd.adapters.fetch import (
-    FetchConfig,
-    FetchError,
-    FetchResult,
-    _host,
-    _host_port,
-    _reason,
-    mask_url,
-    parse_retry_after,
-)
+from healerd.adapters.fetch import FetchConfig, FetchResult
+from healerd.adapters.fetch_errors import FetchError, _host, _host_port, _reason, parse_retry_after
 from healerd.config import BrowserSection
 from healerd.core import errors
 from healerd.core.classify import detect_block
+from healerd.core.sanitize import mask_url
 
 log = logging.getLogger("healerd.browser")
 

@@ -16,24 +16,13 @@ short phrase of ours). No message text from the browser is sent back (it may hol
 credentials); `healerd.adapters.browser.error_for` turns the answer into an error class and a masked
 one-line message.
 
-Every page is treated as hostile:
-- each fetch gets a fresh browser context (its own cookie jar and storage, downloads refused,
-  service workers blocked) with one page; any other page it opens (window.open, target=_blank)
-  is closed the moment it appears and its requests are refused; the context is closed with all
-  its pages when the fetch ends, whatever happened; the next fetch's context (its page at
-  about:blank, every request refused until a fetch takes it) is made while this one renders,
-  off the fetch's critical path, and serves that one fetch only;
-- the source's headers and cookies go only to the source's origin (scheme, host and port): the
-  cookies as a `Cookie` header on those requests, never in a jar the page's script can read;
-- every request (navigation, fetch/XHR, subresource, WebSocket) is checked against
-  `healerd.core.netpolicy` with its host resolved here: internal addresses other than the
-  source's own origin are refused unless `allow_private`;
-- the main document's redirects are followed here, hop by hop (each hop checked, credentials
-  to the source's origin only, `max_redirects`, loops named); a navigation the page makes away
-  from the source's origin fails the fetch (`left`);
-- the whole fetch has one deadline; past it the context is closed, which ends its renderer
-  even if its script never yields, and a renderer that no longer answers is reported as such
-  (`timeout_cpu`). Other fetches run in their own contexts (their own renderers) meanwhile.
+Every page is treated as hostile: each fetch has a context of its own, closed with all its
+pages when the fetch ends (healerd/adapters/browser_context.py), and every request its page
+makes is checked (healerd/adapters/browser_guard.py: credentials to the source's origin only,
+internal addresses refused, the main document's redirects followed here hop by hop). The whole
+fetch has one deadline; past it the context is closed, which ends its renderer even if its
+script never yields, and a renderer that no longer answers is reported as such (`timeout_cpu`).
+Other fetches run in their own contexts (their own renderers) meanwhile.
 When Chromium dies, the fetches in flight fail with `crash` and the next fetch launches a new
 one. EOF on the pipe or `{"op": "close"}` closes the browser and ends the process.
 """
@@ -45,8 +34,10 @@ import contextlib
 import json
 import re
 import time
-from urllib.parse import urljoin
+from typing import Any, cast
 
+from healerd.adapters.browser_context import _close_made, _Slot
+from healerd.adapters.browser_guard import _CLOSED, _NET_CODE, _Failed, _Guard
 from healerd.core import netpolicy
 
 CHROMIUM_ARGS = ["--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -64,218 +55,11 @@ CHROMIUM_ARGS = ["--headless", "--disable-gpu", "--disable-quic", "--no-first-ru
                  # omnibox popup rendered by a WebUI renderer of its own, started for each fetch and
                  # never shown: another renderer start per fetch.
                  "WebUIOmniboxPopup,WebUIOmniboxAimPopup"]
-REDIRECTS = (301, 302, 303, 307, 308)
-CLOSE_TIMEOUT_S = 5.0
 # The next fetch's context (its window, its renderer, Playwright's set-up of its page: most of
 # a fetch's cost) is made while the current one renders, off the fetch's critical path; False
 # makes every context on demand (bench/browser_costs.py compares both).
 SPARE_CONTEXT = True
 ALIVE_PROBE_S = 0.5   # a renderer that cannot evaluate `1` within this is busy with the page's script
-_NET_CODE = re.compile(r"net::(ERR_[A-Z_]+)")
-_CLOSED = ("has been closed", "Target closed", "Browser closed", "browser has disconnected",
-           "Target crashed", "Page crashed", "Connection closed")
-
-
-class _Failed(Exception):
-    def __init__(self, kind: str, code: str = "", status: int | None = None):
-        super().__init__(kind)
-        self.kind, self.code, self.status = kind, code, status
-
-
-class _Guard:
-    """One fetch's rules, applied to every request its page makes."""
-
-    def __init__(self, req: dict, resolve):
-        self.source = req["url"]
-        self.headers = dict(req.get("headers") or {})
-        cookies = req.get("cookies") or {}
-        self.cookie = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        self.block = set(req.get("block") or ())
-        self.allow_private = bool(req.get("allow_private"))
-        self.resolve = resolve
-        self.page = None
-        self.deadline = time.monotonic() + max(0.001, float(req["timeout"]))
-        self.phase = "load"                      # load, wait (for wait_for), content
-        self.navigating: str | None = None       # the URL the fetch itself is loading
-        self.hop: tuple[int, str] | None = None  # a redirect of that load, to follow here
-        self.committed = False                   # the page's document was handed to the renderer
-        self.failure: _Failed | None = None      # what ends the fetch early
-        self.ended = asyncio.Event()
-
-    def ms_left(self) -> float:
-        return max(1.0, (self.deadline - time.monotonic()) * 1000.0)
-
-    def fail(self, failure: _Failed) -> None:
-        if self.failure is None:
-            self.failure = failure
-            self.ended.set()
-
-    async def refusal(self, url: str) -> str | None:
-        if netpolicy.same_origin(self.source, url):
-            return None
-        hp = netpolicy.host_port(url)
-        addresses = await self.resolve(*hp) if hp is not None else []
-        return netpolicy.refusal(url, self.source, addresses, self.allow_private)
-
-    def credentials(self, url: str, headers: dict) -> dict:
-        """The request's headers plus the source's headers and cookies when it goes to the source's origin."""
-        if not netpolicy.same_origin(self.source, url) or not (self.headers or self.cookie):
-            return headers
-        out = {k: v for k, v in headers.items()}
-        out.update(self.headers)
-        if self.cookie:
-            jar = headers.get("cookie")
-            out["cookie"] = f"{jar}; {self.cookie}" if jar else self.cookie
-        return out
-
-    async def route(self, route) -> None:
-        try:
-            await self._route(route)
-        except Exception:
-            with contextlib.suppress(Exception):
-                await route.abort("blockedbyclient")
-
-    async def _route(self, route) -> None:
-        request = route.request
-        url = request.url
-        try:
-            page = request.frame.page
-        except Exception:
-            page = None
-        if page is None or page is not self.page:   # a popup's, a worker's: never
-            return await route.abort("blockedbyclient")
-        if request.resource_type in self.block:
-            return await route.abort("blockedbyclient")
-        main = request.is_navigation_request() and request.frame.parent_frame is None
-        if main and self.navigating is None and not netpolicy.same_origin(self.source, url):
-            hp = netpolicy.host_port(url)
-            self.fail(_Failed("left", f"{hp[0]}:{hp[1]}" if hp else "another scheme"))
-            return await route.abort("blockedbyclient")
-        why = await self.refusal(url)
-        if why:
-            if main:
-                self.fail(_Failed("refused", why))
-            return await route.abort("addressunreachable")
-        headers = self.credentials(url, request.headers)
-        if not main:
-            if not self.cookie or not netpolicy.same_origin(self.source, url):
-                return await route.continue_(headers=headers)
-            # Chromium takes a request's Cookie header from its jar only, and a cookie in the jar
-            # would be the page script's to read (and, not being port-scoped, sent to other ports
-            # of the host): the source's own requests that carry its cookies are made here.
-            resp = await route.fetch(headers=headers, max_redirects=0, max_retries=0, timeout=self.ms_left())
-            location = resp.headers.get("location")
-            if resp.status in REDIRECTS and location and await self.refusal(urljoin(url, location.strip())):
-                return await route.abort("addressunreachable")
-            return await route.fulfill(response=resp)
-        # The main document: fetched here one hop at a time, so every redirect is checked.
-        self.navigating = None
-        try:
-            resp = await route.fetch(headers=headers, max_redirects=0, max_retries=0, timeout=self.ms_left())
-        except Exception as exc:
-            text = str(exc)
-            if any(s in text for s in _CLOSED):
-                self.fail(_Failed("crash"))
-            elif type(exc).__name__ != "TimeoutError":
-                self.fail(_Failed("net", _node_code(text)))
-            return await route.abort("failed")
-        location = resp.headers.get("location")
-        if resp.status in REDIRECTS and location:
-            self.hop = (resp.status, urljoin(url, location.strip()))
-            await resp.dispose()
-            return await route.abort("aborted")
-        await route.fulfill(response=resp)
-        self.committed = True
-
-    async def redirected(self, request) -> None:
-        """A subresource's redirect hop is followed by Chromium, not routed: one to a refused
-        address fails the fetch, so nothing read from there can become records."""
-        try:
-            why = await self.refusal(request.url)
-        except Exception:
-            return
-        if why:
-            self.fail(_Failed("refused", why))
-
-    async def websocket(self, ws) -> None:
-        try:
-            why = await self.refusal(ws.url)
-            if why:
-                await ws.close(code=1008, reason="refused")
-            else:
-                ws.connect_to_server()
-        except Exception:
-            pass
-
-
-class _Slot:
-    """One fetch's fresh context with its one page, its routes and handlers already in place.
-
-    Made by `open` either when the fetch starts or ahead of time, while the previous fetch
-    renders (its page sits at about:blank, has made no request, and every request before
-    `attach` is refused). `attach` hands it to one fetch's guard; `close` ends the context
-    with every page it opened. A slot serves one fetch only."""
-
-    def __init__(self, browser, user_agent: str, context):
-        self.browser, self.user_agent, self.context = browser, user_agent, context
-        self.guard: _Guard | None = None
-        self.page = None
-
-    @classmethod
-    async def open(cls, browser, user_agent: str) -> _Slot:
-        context = await browser.new_context(user_agent=user_agent, service_workers="block", accept_downloads=False)
-        slot = cls(browser, user_agent, context)
-        try:
-            await context.route("**/*", slot._route)     # routing also turns the HTTP cache off
-            await context.route_web_socket("**/*", slot._websocket)
-            page = slot.page = await context.new_page()
-
-            def close_stranger(other) -> None:
-                if other is not page:
-                    asyncio.ensure_future(_close_quietly(other))
-            context.on("page", close_stranger)
-            page.on("download", lambda d: asyncio.ensure_future(_cancel_quietly(d)))
-            page.on("request", slot._request)
-        except BaseException:
-            await slot.close()
-            raise
-        return slot
-
-    def attach(self, guard: _Guard):
-        """This slot's page, from now on under `guard`'s rules."""
-        self.guard = guard
-        guard.page = self.page
-        return self.page
-
-    async def _route(self, route) -> None:
-        if self.guard is None:
-            with contextlib.suppress(Exception):
-                await route.abort("blockedbyclient")
-            return
-        await self.guard.route(route)
-
-    async def _websocket(self, ws) -> None:
-        if self.guard is None:
-            with contextlib.suppress(Exception):
-                await ws.close(code=1008, reason="refused")
-            return
-        await self.guard.websocket(ws)
-
-    def _request(self, request) -> None:
-        if self.guard is not None and request.redirected_from:
-            asyncio.ensure_future(self.guard.redirected(request))
-
-    async def close(self) -> None:
-        try:
-            await asyncio.wait_for(self.context.close(), CLOSE_TIMEOUT_S)
-        except Exception:
-            pass
-
-
-def _close_made(task: asyncio.Future) -> None:
-    """A slot made too late for its fetch (or on a browser gone since) is closed as soon as it exists."""
-    if not task.cancelled() and task.exception() is None:
-        asyncio.ensure_future(task.result().close())
 
 
 class Worker:
@@ -287,12 +71,12 @@ class Worker:
         self.launch_timeout = launch_timeout
         self.endpoint = endpoint
         self.sandbox = sandbox
-        self.pw = None
-        self.browser = None
+        self.pw: Any = None        # playwright's Playwright, once serve() has started it
+        self.browser: Any = None   # its Browser, launched (or connected) on the first fetch
         self._launch_lock = asyncio.Lock()
         self._dns: dict[tuple[str, int], tuple[float, list[str]]] = {}
         # The next fetch's context, being made or ready: (the browser, the user agent, the task making it).
-        self._spare: tuple[object, str, asyncio.Future] | None = None
+        self._spare: tuple[Any, str, asyncio.Future] | None = None
         self._closing = False
 
     async def _browser(self):
@@ -347,7 +131,7 @@ class Worker:
             return hit[1]
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port)
-            found = sorted({info[4][0] for info in infos})
+            found = sorted({cast(str, info[4][0]) for info in infos})   # an address, for AF_INET(6)
         except OSError:
             found = []
         if len(self._dns) > 1000:
@@ -558,26 +342,6 @@ class Worker:
             pass
 
 
-# What Node's HTTP client (the main document is fetched by Playwright's driver) says, as
-# Chromium would have said it.
-_NODE_CODES = (("ECONNREFUSED", "ERR_CONNECTION_REFUSED"), ("ECONNRESET", "ERR_CONNECTION_RESET"),
-               ("ENOTFOUND", "ERR_NAME_NOT_RESOLVED"), ("EAI_AGAIN", "ERR_NAME_RESOLUTION_FAILED"),
-               ("ETIMEDOUT", "ERR_CONNECTION_TIMED_OUT"), ("EHOSTUNREACH", "ERR_ADDRESS_UNREACHABLE"),
-               ("ENETUNREACH", "ERR_ADDRESS_UNREACHABLE"), ("socket hang up", "ERR_EMPTY_RESPONSE"),
-               ("CERT_", "ERR_CERT_INVALID"), ("certificate", "ERR_CERT_INVALID"), ("SSL", "ERR_SSL_PROTOCOL_ERROR"),
-               ("TLS", "ERR_SSL_PROTOCOL_ERROR"))
-
-
-def _node_code(text: str) -> str:
-    m = _NET_CODE.search(text)
-    if m:
-        return m.group(1)
-    for needle, code in _NODE_CODES:
-        if needle in text:
-            return code
-    return "ERR_FAILED"
-
-
 def _first_line(text: str) -> str:
     """A short first line of a browser message, with nothing that looks like a URL."""
     line = (text.strip().splitlines() or [""])[0]
@@ -586,16 +350,6 @@ def _first_line(text: str) -> str:
 
 def _ms_left(deadline: float) -> float:
     return max(1.0, (deadline - time.monotonic()) * 1000.0)
-
-
-async def _close_quietly(page) -> None:
-    with contextlib.suppress(Exception):
-        await page.close()
-
-
-async def _cancel_quietly(download) -> None:
-    with contextlib.suppress(Exception):
-        await download.cancel()
 
 
 def main(conn, settings: dict) -> None:

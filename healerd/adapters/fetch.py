@@ -8,46 +8,45 @@ One sync httpx client (HTTP/1.1) per Fetcher. A fetch:
 - follows redirects itself, up to `max_redirects`, naming a loop as a loop and
   recording a permanent (301/308) redirect on the first hop;
 - streams the body and stops reading, closing the connection, once `max_bytes`
-  is passed; the cap counts *inflated* bytes: gzip/deflate are decoded here, in steps
-  that never produce more than the room left, so a compression bomb costs at most
-  `max_bytes` of memory; a Content-Length above the cap is refused before reading;
+  is passed; the cap counts *inflated* bytes (healerd/adapters/fetch_body.py); a
+  Content-Length above the cap is refused before reading;
 - has connect/read timeouts and one total wall-clock deadline (timeout x 3) that every
-  raw socket operation obeys: the network backend bounds each connect, read and write by
-  the time left, on new and reused keep-alive connections alike, so a trickling server
-  (a few bytes every half second) costs a fetch its deadline and nothing more; the error
-  states the real elapsed time;
+  raw socket operation obeys (healerd/adapters/fetch_deadline.py); the error states the
+  real elapsed time;
 - reads at most 256 KB of an error page, enough to tell a bot challenge or login
   wall (BLOCKED, e.g. Cloudflare's 403) from a plain HTTP error;
-- decodes the body without ever raising: BOM, then the Content-Type charset, then a
-  `<meta>` charset in the first 4 KB, else UTF-8 (labels as browsers read them).
+- decodes the body without ever raising (healerd/adapters/fetch_body.py).
 
 Every failure is a FetchError carrying an error class from `healerd.core.errors` and a
 one-line message in which the URL's credentials and secret-looking query values
-are masked (`mask_url`).
+are masked (healerd/adapters/fetch_errors.py).
 """
 
 from __future__ import annotations
 
-import codecs
-import contextvars
-import email.utils
-import errno
 import http.cookiejar
 import os
-import re
-import socket
 import ssl
 import threading
 import time
 import zlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
-import httpcore
 import httpx
 
 from healerd import __version__
+from healerd.adapters.fetch_body import _BoundedBody, decode_body
+from healerd.adapters.fetch_deadline import _CURRENT, _bind_deadlines, _Deadline
+from healerd.adapters.fetch_errors import (
+    REQUEST_FAILURES,
+    FetchError,
+    _deadline_error,
+    _host_port,
+    _reason,
+    parse_retry_after,
+    request_failure,
+)
 from healerd.core import errors
 from healerd.core.classify import detect_block
 from healerd.core.errors import HealerdError
@@ -64,16 +63,6 @@ KEEPALIVE_CONNECTIONS = 16     # idle connections kept per client (one client pe
 KEEPALIVE_EXPIRY_S = 5.0
 ERROR_BODY_LIMIT = 262_144   # bytes of a 4xx/5xx page kept to recognise a bot wall
 NOT_BLOCKS = (404, 410, 429)  # 4xx statuses whose body is never taken for a bot wall (nor 5xx but 503)
-
-_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.\-]+)""", re.I)
-# Labels browsers decode as something else (WHATWG Encoding Standard).
-_LABEL_ALIASES = {
-    "iso-8859-1": "windows-1252", "iso8859-1": "windows-1252", "latin1": "windows-1252",
-    "latin-1": "windows-1252", "l1": "windows-1252", "us-ascii": "windows-1252", "ascii": "windows-1252",
-    "iso-8859-9": "windows-1254", "latin5": "windows-1254", "tis-620": "windows-874",
-    "x-sjis": "shift_jis", "gb2312": "gbk", "x-gbk": "gbk",
-}
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
 @dataclass(frozen=True)
@@ -98,322 +87,6 @@ class FetchResult:
     last_modified: str | None
     elapsed_ms: float
     permanent_redirect: str | None   # the target of a 301/308 on the first hop, if any
-
-
-class FetchError(HealerdError):
-    """A fetch that failed; `error_type` is a healerd.core.errors constant."""
-
-    def __init__(self, error_type: str, message: str, *, url: str, status: int | None = None,
-                 retry_after: float | None = None):
-        super().__init__(message)
-        self.error_type = error_type
-        self.message = message
-        self.status = status
-        self.retry_after = retry_after
-        self.url = url
-
-    def __str__(self) -> str:
-        return self.message
-
-    def __repr__(self) -> str:
-        return f"FetchError({self.error_type}, {self.message!r})"
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After value (delta-seconds or an HTTP-date); None if unusable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    now_dt = datetime.fromtimestamp(time.time() if now is None else now, UTC)
-    return max(0.0, (when - now_dt).total_seconds())
-
-
-def _codec(label: str | bytes | None) -> str | None:
-    """The Python codec name for a charset label, or None when unknown."""
-    if not label:
-        return None
-    if isinstance(label, bytes):
-        label = label.decode("ascii", "ignore")
-    label = label.strip().strip("\"'").lower()
-    label = _LABEL_ALIASES.get(label, label)
-    try:
-        return codecs.lookup(label).name
-    except (LookupError, ValueError):
-        return None
-
-
-def _header_charset(content_type: str | None) -> str | None:
-    if not content_type:
-        return None
-    for param in content_type.split(";")[1:]:
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip("\"'") or None
-    return None
-
-
-def detect_encoding(body: bytes, content_type: str | None) -> str:
-    """The codec to decode `body` with: BOM, header charset, `<meta>` charset, else utf-8."""
-    for bom, name in _BOMS:
-        if body.startswith(bom):
-            return name
-    codec = _codec(_header_charset(content_type))
-    if codec:
-        return codec
-    m = _META_CHARSET.search(body[:4096])
-    if m:
-        codec = _codec(m.group(1))
-        if codec and codec.startswith("utf-16"):
-            codec = "utf-8"   # a page readable as ASCII to find the tag is not UTF-16
-        if codec:
-            return codec
-    return "utf-8"
-
-
-def decode_body(body: bytes, content_type: str | None) -> tuple[str, str]:
-    """(text, codec used); never raises."""
-    codec = detect_encoding(body, content_type)
-    try:
-        return body.decode(codec, errors="replace"), codec
-    except (LookupError, UnicodeError, ValueError):
-        return body.decode("utf-8", errors="replace"), "utf-8"
-
-
-def _host_port(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        return f"{parts.hostname}:{port}"
-    except ValueError:
-        return "?"
-
-
-def _host(url: str) -> str:
-    try:
-        return urlsplit(url).hostname or "?"
-    except ValueError:
-        return "?"
-
-
-def _causes(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
-def classify_transport_error(exc: Exception, url: str) -> tuple[str, str]:
-    """(error class, one-line message) for an httpx/transport exception."""
-    where = _host_port(url)
-    if isinstance(exc, httpx.ConnectTimeout):
-        return errors.TIMEOUT, f"connect timeout: {where} did not accept a connection in time"
-    if isinstance(exc, httpx.ReadTimeout):
-        return errors.TIMEOUT, f"read timeout: {where} sent nothing for too long"
-    if isinstance(exc, httpx.WriteTimeout):
-        return errors.TIMEOUT, f"write timeout while sending the request to {where}"
-    if isinstance(exc, httpx.PoolTimeout):
-        return errors.TIMEOUT, "timed out waiting for a free connection"
-    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError)):
-        return errors.HTTP_ERROR, f"invalid URL or request: {mask_url(url)} ({type(exc).__name__})"
-    if isinstance(exc, httpx.DecodingError):
-        return errors.HTTP_ERROR, f"cannot decode the response body from {where} (bad Content-Encoding)"
-    for cause in _causes(exc):
-        if isinstance(cause, socket.gaierror):
-            return errors.NETWORK, f"DNS lookup failed for host {_host(url)} ({cause.strerror or cause})"
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return errors.NETWORK, f"TLS certificate of {where} not accepted: {cause.verify_message or cause.reason}"
-        if isinstance(cause, ssl.SSLError):
-            return errors.NETWORK, f"TLS handshake with {where} failed ({cause.reason or type(cause).__name__})"
-        if isinstance(cause, ConnectionRefusedError):
-            return errors.NETWORK, f"connection refused by {where}"
-        if isinstance(cause, ConnectionResetError):
-            return errors.NETWORK, f"connection reset by {where}"
-        if isinstance(cause, OSError) and cause.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
-            return errors.NETWORK, f"{where} is unreachable ({cause.strerror})"
-    text = str(exc).lower()
-    if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
-        return errors.NETWORK, f"DNS lookup failed for host {_host(url)}"
-    if "connection refused" in text:
-        return errors.NETWORK, f"connection refused by {where}"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return errors.NETWORK, f"{where} closed the connection or sent a malformed response"
-    if isinstance(exc, httpx.ConnectError):
-        return errors.NETWORK, f"cannot connect to {where} ({type(exc).__name__})"
-    if isinstance(exc, httpx.ReadError):
-        return errors.NETWORK, f"connection to {where} broke while reading"
-    if isinstance(exc, httpx.WriteError):
-        return errors.NETWORK, f"connection to {where} broke while sending the request"
-    return errors.NETWORK, f"network error talking to {where} ({type(exc).__name__})"
-
-
-class _Deadline:
-    """The total wall-clock deadline of one fetch (every redirect hop included)."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.started = time.monotonic()
-        self.expires = self.started + seconds
-        self.hit = False
-
-    def remaining(self) -> float:
-        return self.expires - time.monotonic()
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def expired(self) -> bool:
-        if not self.hit and time.monotonic() >= self.expires:
-            self.hit = True
-        return self.hit
-
-    def bound(self, timeout: float | None) -> float:
-        """`timeout` cut to the time left; raises httpcore's timeout once nothing is left."""
-        left = self.remaining()
-        if left <= 0:
-            self.hit = True
-            raise httpcore.ReadTimeout("total deadline passed")
-        return left if timeout is None else min(timeout, left)
-
-
-# The deadline of the fetch running on this thread (a sync client reads on the caller's thread).
-_CURRENT: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("healerd_fetch_deadline", default=None)
-
-
-def _bound(timeout: float | None) -> float | None:
-    deadline = _CURRENT.get()
-    return timeout if deadline is None else deadline.bound(timeout)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A network stream whose every read, write and TLS handshake waits at most the time left
-    before the current fetch's deadline: kept-alive connections obey it as new ones do."""
-
-    def __init__(self, inner: httpcore.NetworkStream):
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bound(timeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _bound(timeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _bound(timeout)))
-
-    def get_extra_info(self, info: str):
-        return self._inner.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    def __init__(self):
-        self._inner = httpcore.SyncBackend()
-
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        return _DeadlineStream(self._inner.connect_tcp(host, port, _bound(timeout), local_address, socket_options))
-
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        return _DeadlineStream(self._inner.connect_unix_socket(path, _bound(timeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-def _bind_deadlines(client: httpx.Client) -> httpx.Client:
-    """Give every transport of `client` (the direct one and any proxy from the environment)
-    the deadline-bound network backend. httpx 0.28 builds its httpcore pools without a
-    `network_backend` argument, so the pools' backend is replaced before any connection exists."""
-    transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        if pool is None or not hasattr(pool, "_network_backend"):
-            raise RuntimeError("this httpx/httpcore version keeps its network backend elsewhere; healerd "
-                               "cannot bound fetches by their deadline")
-        pool._network_backend = _DeadlineBackend()
-    return client
-
-
-class _BoundedBody:
-    """Decodes a body (identity, gzip, deflate) while counting the *decoded* bytes against
-    `limit`: a chunk is never inflated past the room left plus one byte, so a compression
-    bomb stops at `limit` with no more than that in memory."""
-
-    def __init__(self, encoding: str, limit: int):
-        codings = [c.strip().lower() for c in (encoding or "").split(",") if c.strip()]
-        codings = [c for c in codings if c != "identity"]
-        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
-            raise ValueError(f"unsupported Content-Encoding {encoding!r}")
-        self.coding = codings[0] if codings else None
-        self.limit = limit
-        self.size = 0
-        self.over = False
-        self.parts: list[bytes] = []
-        self._z = self._new() if self.coding else None
-        self._deflate_first = self.coding == "deflate"
-
-    def _new(self, raw_deflate: bool = False):
-        if self.coding in ("gzip", "x-gzip"):
-            return zlib.decompressobj(zlib.MAX_WBITS | 16)
-        return zlib.decompressobj(-zlib.MAX_WBITS if raw_deflate else zlib.MAX_WBITS)
-
-    def _keep(self, data: bytes) -> None:
-        room = self.limit - self.size
-        if len(data) > room:
-            self.parts.append(data[:room])
-            self.size = self.limit
-            self.over = True
-            return
-        self.parts.append(data)
-        self.size += len(data)
-
-    def feed(self, raw: bytes) -> None:
-        """Add raw bytes; sets `over` once the decoded body passes `limit`."""
-        if self.over or not raw:
-            return
-        if self._z is None:
-            self._keep(raw)
-            return
-        data = raw
-        while data and not self.over:
-            try:
-                out = self._z.decompress(data, self.limit - self.size + 1)
-            except zlib.error:
-                if self._deflate_first:   # servers sending raw deflate under "deflate"
-                    self._deflate_first = False
-                    self._z = self._new(raw_deflate=True)
-                    continue
-                raise
-            self._deflate_first = False
-            self._keep(out)
-            if self._z.eof:             # a gzip stream of several members
-                data = self._z.unused_data
-                if data:
-                    self._z = self._new()
-            else:
-                data = self._z.unconsumed_tail
-
-    def body(self) -> bytes:
-        if self._z is not None and not self.over:
-            try:
-                self._keep(self._z.flush())
-            except zlib.error:
-                pass
-        return b"".join(self.parts)
 
 
 class _NoCookies(http.cookiejar.CookiePolicy):
@@ -585,17 +258,8 @@ class Fetcher:
                 return resp.status_code, b"".join(got)
         except FetchError:
             raise
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            if deadline.expired():
-                raise _deadline_error(deadline, url, url, None) from None
-            kind, message = classify_transport_error(exc, url)
-            raise FetchError(kind, message, url=url) from None
-        except (UnicodeError, ValueError, TypeError) as exc:   # headers httpx cannot send, a host IDNA rejects
-            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(url)} "
-                             f"({type(exc).__name__})", url=url) from None
-        except OSError as exc:
-            kind, message = classify_transport_error(exc, url)
-            raise FetchError(kind, message, url=url) from None
+        except REQUEST_FAILURES as exc:
+            raise request_failure(exc, deadline, url, url) from None
         finally:
             _CURRENT.reset(token)
 
@@ -647,21 +311,8 @@ class Fetcher:
         except FetchError as exc:
             exc.url = url
             raise
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            if deadline.expired():
-                raise _deadline_error(deadline, current, url, None) from None
-            kind, message = classify_transport_error(exc, current)
-            raise FetchError(kind, message, url=url) from None
-        except (UnicodeEncodeError, TypeError) as exc:   # headers/cookies httpx cannot send
-            raise FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(current)}: header and "
-                             f"cookie names and values must be ASCII text ({type(exc).__name__})",
-                             url=url) from None
-        except (UnicodeError, ValueError) as exc:        # e.g. a host name IDNA rejects
-            raise FetchError(errors.HTTP_ERROR, f"invalid URL: {mask_url(current)} ({type(exc).__name__}: "
-                             f"{str(exc)[:80]})", url=url) from None
-        except OSError as exc:  # raised outside httpx's mapping (rare)
-            kind, message = classify_transport_error(exc, current)
-            raise FetchError(kind, message, url=url) from None
+        except REQUEST_FAILURES as exc:
+            raise request_failure(exc, deadline, current, url) from None
         finally:
             _CURRENT.reset(token)
 
@@ -706,13 +357,6 @@ class Fetcher:
             return status, hdrs, body.body()
 
 
-
-
-def _deadline_error(deadline: _Deadline, current: str, url: str, status: int | None) -> FetchError:
-    return FetchError(errors.TIMEOUT, f"no complete response from {_host_port(current)} after "
-                      f"{deadline.elapsed():.1f}s (total deadline {deadline.seconds:g}s)", url=url, status=status)
-
-
 def _check_url(url: str, original: str, redirect_from: str | None = None) -> None:
     try:
         parts = urlsplit(url) if isinstance(url, str) else None
@@ -728,12 +372,3 @@ def _check_url(url: str, original: str, redirect_from: str | None = None) -> Non
         else:
             msg = f"invalid URL (need http(s)://host/...): {shown}"
         raise FetchError(errors.HTTP_ERROR, msg, url=original if isinstance(original, str) else "")
-
-
-def _reason(status: int) -> str:
-    try:
-        from http import HTTPStatus
-
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""

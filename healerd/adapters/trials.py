@@ -24,16 +24,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from healerd.adapters.workers import (
+from healerd.adapters.page_work import (
     CALLS,
     CallJob,
     HealAnswer,
     HealJob,
     PageJob,
     PageResult,
-    WorkerError,
-    WorkerPool,
 )
+from healerd.adapters.workers import WorkerError, WorkerPool
 from healerd.core.blueprint import Blueprint
 from healerd.core.errors import HealerdError
 from healerd.core.extract import Extraction, PageLimits, PageTooLarge
@@ -119,7 +118,7 @@ class Trials:
         return ans.result
 
     def call(self, name: str, *args: Any, on_overrun: Callable[[str], None] | None = None) -> Any:
-        """One of the core's page checks (`workers.CALLS`: the built-in healer, drift, data gone)
+        """One of the core's page checks (`page_work.CALLS`: the built-in healer, drift, data gone)
         on pages nobody checked, in the worker: its result; TooSlow past the deadline, TrialFailed
         when it raised."""
         if name not in CALLS:

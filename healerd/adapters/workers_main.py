@@ -25,6 +25,6 @@ from healerd.adapters.lean_process import import_httpx, limit_malloc_arenas  # n
 limit_malloc_arenas()   # before the worker's threads start
 import_httpx()          # before anything else imports it
 
-from healerd.adapters.workers import main  # noqa: E402  (after the lines above, on purpose)
+from healerd.adapters.worker_protocol import main  # noqa: E402  (after the lines above, on purpose)
 
 main(sys.argv)
