@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-APPS = ["docutils", "pelican", "bandit", "datasette", "pydoctor"]
+APPS = ["docutils", "pelican", "bandit", "flask_admin", "datasette", "pydoctor"]
 
 
 def main(argv: list[str] | None = None) -> int:

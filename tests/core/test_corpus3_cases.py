@@ -53,10 +53,10 @@ def _app(case: dict) -> str:
 ALL = _cases()
 
 
-def test_the_corpus_has_both_parts_and_five_applications():
+def test_the_corpus_has_six_applications_two_held_back_whole():
     dev = {_app(c) for _p, c in _cases("dev")}
     held = {_app(c) for _p, c in _cases("held-back")}
-    assert len(dev) >= 3 and len(held) >= 2, (dev, held)
+    assert len(dev) >= 4 and len(held) >= 2, (dev, held)
     # whole applications are held back: none of them has a case in the development part
     assert not dev & held, dev & held
     ids = [c["id"] for _p, c in ALL]
@@ -121,19 +121,19 @@ def _dev_rows(bench) -> list[dict]:
     return rows
 
 
-# What main's healer reaches on the development part (59 cases) today, rounded down: 25 of 30
-# healable cases healed, 10 of 11 negatives refused, 5 wrong answers (a negative whose old
+# What main's healer reaches on the development part (79 cases) today, rounded down: 32 of 38
+# healable cases healed, 13 of 14 negatives refused, 5 wrong answers (a negative whose old
 # positional selectors read another finding, a control changed twice, a featured record dropped
 # twice). A change that heals less or errs more fails here; one that does better should raise them.
-DEV_HEAL_FLOOR = 0.83
-DEV_NEGATIVES_REFUSED_FLOOR = 0.90
+DEV_HEAL_FLOOR = 0.84
+DEV_NEGATIVES_REFUSED_FLOOR = 0.92
 DEV_MAX_WRONG = 5
 
 
 def test_dev_part_heal_floor():
     bench = _load_bench()
     rows = _dev_rows(bench)
-    assert len(rows) >= 50
+    assert len(rows) >= 75
     fig = bench.figures(rows)
     wrong = [r["id"] for r in rows if r["verdict"] in ("WRONG", "CONTROL-CHANGED")]
     assert fig["crashes"] == 0, [r["id"] for r in rows if r["verdict"] == "CRASH"]
