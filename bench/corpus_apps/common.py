@@ -44,12 +44,21 @@ def part_of(app: str) -> str:
 # ---------------------------------------------------------------------------
 
 def venv_python(name: str, requirements: list[str]) -> str:
-    """The interpreter of the throwaway virtualenv VENVS/NAME, made (and the pinned releases
-    installed) when missing."""
+    """The interpreter of the throwaway virtualenv VENVS/NAME, made when missing.
+
+    What is installed is the lock file locks/NAME.txt when there is one (every package of the
+    virtualenv at the version the cases were rendered with, installed without resolution),
+    else REQUIREMENTS (the generator's pins of the application itself)."""
     root = os.path.join(VENVS, name)
     py = os.path.join(root, "bin", "python")
-    stamp = os.path.join(root, "requirements.txt")
-    wanted = "\n".join(requirements) + "\n"
+    lock = os.path.join(HERE, "locks", name + ".txt")
+    if os.path.exists(lock):
+        requirements = ["--no-deps", "-r", lock]
+        with open(lock, encoding="utf-8") as fh:
+            wanted = fh.read()
+    else:
+        wanted = "\n".join(requirements) + "\n"
+    stamp = os.path.join(root, "installed.txt")
     if os.path.exists(stamp):
         with open(stamp, encoding="utf-8") as fh:
             if fh.read() == wanted:
