@@ -127,6 +127,14 @@ def recover_in_progress(conn: apsw.Connection, now: float | None = None) -> dict
     return {"requeued": [r["task_id"] for r in requeued], "failed": [r["task_id"] for r in failed]}
 
 
+def requeue_in_progress(conn: apsw.Connection) -> None:
+    """When the daemon stops its actors (shutdown, a reload with a new configuration): every
+    IN_PROGRESS task back to PENDING, unclaimed, without counting a retry (it was stopped, it did
+    not fail)."""
+    with conn:
+        conn.execute("UPDATE task_queue SET state = 'PENDING', claimed_by = NULL WHERE state = 'IN_PROGRESS'")
+
+
 def pending_for(conn: apsw.Connection, type_: str, target: str) -> dict | None:
     got = rows(conn, "SELECT * FROM task_queue WHERE type = ? AND target = ? AND state IN ('PENDING','IN_PROGRESS') "
                      "ORDER BY task_id LIMIT 1", (type_, target))
