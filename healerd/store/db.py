@@ -20,6 +20,10 @@ import apsw.bestpractice
 from healerd.core.errors import HealerdError
 from healerd.store import migrations
 
+# What a connection is, for the modules above the store that hold one and hand it back to
+# store functions (apsw itself is imported in healerd/store only).
+Connection = apsw.Connection
+
 DB_FILENAME = "healerd.db"
 BUSY_TIMEOUT_MS = 10_000
 
@@ -129,6 +133,11 @@ def check_integrity(path: str | os.PathLike) -> None:
         raise DatabaseCorrupt(f"the database {path} cannot be read: {exc}") from None
     if found != ["ok"]:
         raise DatabaseCorrupt(f"the database {path} failed its integrity check: {'; '.join(map(str, found))[:300]}")
+
+
+def data_version(conn: apsw.Connection) -> int:
+    """SQLite's `PRAGMA data_version` on this connection: it changes when another connection commits."""
+    return int(conn.execute("PRAGMA data_version").fetchall()[0][0])
 
 
 def db_path(state_dir: str | os.PathLike) -> Path:

@@ -452,8 +452,7 @@ class Ledger:
 
     # -- the systemic breaker ----------------------------------------------------------
     def halt(self) -> dict | None:
-        v = scalar(self.conn, "SELECT value FROM daemon_state WHERE key = ?", (HALT_KEY,))
-        return json.loads(v) if v else None
+        return systemic_halt(self.conn)
 
     def _check_systemic(self, fingerprint: str | None, error_type: str | None, message: str, now: float,
                         fx: Effects, failed_fixes: bool = False) -> None:
@@ -824,6 +823,13 @@ class Ledger:
     def call(self, fn: Callable, *args, **kwargs):
         """Run a store function on the writer's connection (for the few one-off writes)."""
         return fn(self.conn, *args, **kwargs)
+
+
+def systemic_halt(conn: apsw.Connection) -> dict | None:
+    """The systemic halt in force ({"fingerprint", "since", "error_type", "sources", "hosts",
+    "reason"}), or None while healing runs."""
+    v = scalar(conn, "SELECT value FROM daemon_state WHERE key = ?", (HALT_KEY,))
+    return json.loads(v) if v else None
 
 
 def _human_duration(seconds: float) -> str:
