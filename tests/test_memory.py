@@ -7,7 +7,7 @@ import json
 import pytest
 
 from healerd.core.blueprint import from_dict
-from healerd.store.db import open_db, rows, scalar
+from healerd.store.db import open_db
 from healerd.store.memory import (
     FixMemory,
     FixMemoryError,
@@ -18,6 +18,7 @@ from healerd.store.memory import (
     make_parser_bundle,
     make_selector_bundle,
 )
+from healerd.store.sql import rows, scalar
 
 HOST = "shop.example"
 OLD = {"url": "https://shop.example/c/1", "items": "ul.products li.product",

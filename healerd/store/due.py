@@ -13,7 +13,7 @@ import json
 import apsw
 
 from healerd.core.due import DueIndex
-from healerd.store.db import row, rows, scalar
+from healerd.store.sql import row, rows, scalar
 
 # The one definition of "can be scheduled": a source's next run time when it can, else NULL.
 _AT = "CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN s.next_run_at END"

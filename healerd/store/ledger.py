@@ -28,8 +28,8 @@ from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store import answers, fixes, lifecycle, probation, records, snapshots, sources, tasks, versions
 from healerd.store import feeds as feeds_store
-from healerd.store.db import row, rows, scalar
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED
+from healerd.store.sql import row, rows, scalar
 
 R = TypeVar("R")
 

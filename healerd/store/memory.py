@@ -39,7 +39,7 @@ from healerd.core.blueprint import Blueprint, BlueprintError, check_selector
 from healerd.core.errors import CodedError, Refusal
 from healerd.core.sanitize import find_secrets, mask_mapping, mask_text
 from healerd.core.timeutil import iso
-from healerd.store.db import row, rows, scalar
+from healerd.store.sql import row, rows, scalar
 
 EVENT_TYPES = ("search", "fix_retrieved", "fix_applied", "fix_confirmed", "issue_submitted")
 # Bundle keys that are the fix itself: stored as given (masking would break them), and

@@ -11,9 +11,10 @@ import apsw
 from healerd.core.blueprint import Blueprint
 from healerd.core.errors import HealerdError, Refusal
 from healerd.core.timeutil import iso
-from healerd.store.db import masked_source_url, row, rows
+from healerd.store.db import masked_source_url
 from healerd.store.fixes import FAILED_OUTCOMES
 from healerd.store.lifecycle import ACTIVE
+from healerd.store.sql import row, rows
 
 
 class SourceNotFound(KeyError, HealerdError):

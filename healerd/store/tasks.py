@@ -13,7 +13,7 @@ import time
 
 import apsw
 
-from healerd.store.db import rows
+from healerd.store.sql import rows
 
 SCRAPE_SOURCE = "SCRAPE_SOURCE"
 FIX_SOURCE = "FIX_SOURCE"
