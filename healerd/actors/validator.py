@@ -23,7 +23,8 @@ from healerd.core.classify import failure_fingerprint
 from healerd.core.drift import placeholder_suspect
 from healerd.core.validate import last_good_sample, validate
 from healerd.store import snapshots, sources
-from healerd.store.ledger import ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
+from healerd.store.ledger import Ledger
+from healerd.store.outcomes import ITEM_COUNT_MEMORY, ScrapeOutcome
 
 log = logging.getLogger("healerd.validator")
 

@@ -29,7 +29,8 @@ from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, status_pages, versions
 from healerd.store.db import connect, data_version
-from healerd.store.ledger import Ledger, systemic_halt
+from healerd.store.health_writes import systemic_halt
+from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import IllegalTransition, human_refusal
 from healerd.store.memory import FixMemory, FixMemoryError
 from healerd.store.status_rows import StatusRows
