@@ -21,8 +21,9 @@ from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.store.db import connect, open_db
+from healerd.store.fix_bundles import make_selector_bundle
 from healerd.store.ledger import Ledger
-from healerd.store.memory import FixMemory, make_selector_bundle
+from healerd.store.memory import FixMemory
 from healerd.store.outcomes import ScrapeOutcome
 from healerd.store.sql import row, rows, scalar
 from healerd.waiters import Waiters
