@@ -52,7 +52,7 @@ TESTS = {
 }
 
 V, E, L, S = "healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py"
-B, LG = "healerd/core/breakers.py", "healerd/store/ledger.py"
+B, LH, LF = "healerd/core/breakers.py", "healerd/store/health_writes.py", "healerd/store/fix_writes.py"
 H, HE, HS, HL = ("healerd/core/heal/builtin.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
                  "healerd/core/heal/listing.py")
 F = "healerd/store/fixes.py"
@@ -140,11 +140,11 @@ MUTANTS = [
     Mutant("budget", B, "{'s' if failed != 1 else ''}", "{'s' if failed > 1 else ''}", "'0 fix attempt failed'"),
     Mutant("budget", F, "        since = max(since, after)", "        since = min(since, after)", "an unquarantine does not reset the window"),
     Mutant("budget", F, "    since = now - window_s\n", "    since = now - 2 * window_s\n", "the attempt window twice as long"),
-    Mutant("budget", LG, "attempts_since = ?, retry_only = 1 ", "attempts_since = attempts_since + 0 * ?, retry_only = 1 ",
+    Mutant("budget", LH, "attempts_since = ?, retry_only = 1 ", "attempts_since = attempts_since + 0 * ?, retry_only = 1 ",
            "an expired quarantine keeps the spent budget"),
-    Mutant("budget", LG, "quarantine_until IS NOT NULL AND quarantine_until <= ?", "quarantine_until IS NOT NULL AND quarantine_until <= ? - 3600",
+    Mutant("budget", LH, "quarantine_until IS NOT NULL AND quarantine_until <= ?", "quarantine_until IS NOT NULL AND quarantine_until <= ? - 3600",
            "quarantines expire an hour late"),
-    Mutant("budget", LG, "                until = now + self.config.doctor.quarantine_for",
+    Mutant("budget", LF, "                until = now + self.config.doctor.quarantine_for",
            "                until = now + 2 * self.config.doctor.quarantine_for", "quarantine twice as long"),
     # -- the built-in healer's refusal rules -----------------------------------------------------------
     Mutant("heal-refusal", HS, "        if runner is not None and best.score - runner.score < MARGIN:", "        if False:",

@@ -53,7 +53,8 @@ from pathlib import Path
 from benchutil import bin_cmd, percentile
 
 from healerd.control import client
-from healerd.store.db import connect, db_path, rows
+from healerd.store.db import connect, db_path
+from healerd.store.sql import rows
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent / "tests" / "data" / "corpus"

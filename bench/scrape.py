@@ -364,7 +364,8 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.daemon import Daemon
     from healerd.store import sources
-    from healerd.store.db import connect, open_db, rows
+    from healerd.store.db import connect, open_db
+    from healerd.store.sql import rows
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = config_from_dict({

@@ -41,7 +41,8 @@ from healerd.control.protocol import ControlError
 from healerd.core.blueprint import Blueprint, BlueprintError, load_file
 from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
-from healerd.store.db import DatabaseCorrupt, check_integrity, open_db, rows
+from healerd.store import sources, tasks
+from healerd.store.db import DatabaseCorrupt, check_integrity, open_db
 from healerd.store.db import db_path as make_db_path
 from healerd.store.ledger import Ledger
 from healerd.waiters import Waiters
@@ -300,7 +301,7 @@ class Daemon:
         with self._reload_lock:
             conn = open_db(self.db_path)
             try:
-                known = {r["name"]: r for r in rows(conn, "SELECT name, origin, blueprint FROM sources")}
+                known = sources.registered(conn)
             finally:
                 conn.close()
             seen = set()
@@ -451,8 +452,7 @@ class Daemon:
     def _requeue_in_progress(self) -> None:
         conn = open_db(self.db_path)
         try:
-            with conn:
-                conn.execute("UPDATE task_queue SET state = 'PENDING', claimed_by = NULL WHERE state = 'IN_PROGRESS'")
+            tasks.requeue_in_progress(conn)
         finally:
             conn.close()
 

@@ -17,9 +17,10 @@ from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import Extraction, extract
 from healerd.core.validate import item_band, validate
-from healerd.store.db import open_db, scalar
+from healerd.store.db import open_db
 from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import QUARANTINED
+from healerd.store.sql import scalar
 
 LIST_BP = from_dict({"items": "li", "fields": {"name": {"css": ".n"}, "price": {"css": ".p", "type": "float"}}})
 

@@ -23,7 +23,8 @@ import textwrap
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import lifecycle, sources, tasks
-from healerd.store.db import connect, open_db, rows, scalar
+from healerd.store.db import connect, open_db
+from healerd.store.sql import rows, scalar
 
 KILLS = 60
 N_SOURCES = 6

@@ -19,8 +19,9 @@ from healerd.actors.store_writer import StoreWriter
 from healerd.adapters.trials import Trials
 from healerd.config import Config
 from healerd.core.blueprint import from_dict
-from healerd.store.db import connect, open_db, rows
+from healerd.store.db import connect, open_db
 from healerd.store.ledger import Ledger
+from healerd.store.sql import rows
 from healerd.waiters import Waiters
 
 # A hundred rows: `span div div div tr` backtracks through C(240, 3) div chains for each `tr`, ~0.3 s

@@ -25,8 +25,9 @@ from healerd.config import ConfigError, FeedSection
 from healerd.core.sanitize import Secret
 from healerd.store import feeds as feeds_store
 from healerd.store import records
-from healerd.store.db import open_db, rows
+from healerd.store.db import open_db
 from healerd.store.ledger import Ledger
+from healerd.store.sql import rows
 
 
 @pytest.fixture

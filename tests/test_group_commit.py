@@ -17,8 +17,9 @@ from test_ledger import Clock, add, bad, clock, config, conn, good, health, make
 from healerd.actors.messages import ScrapeDone
 from healerd.actors.registry import ActorRegistry
 from healerd.actors.store_writer import StoreWriter
-from healerd.store.db import connect, open_db, scalar
+from healerd.store.db import connect, open_db
 from healerd.store.ledger import Ledger
+from healerd.store.sql import scalar
 from healerd.waiters import Waiters
 
 

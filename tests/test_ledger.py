@@ -14,9 +14,12 @@ from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.store import fixes, records, snapshots, sources, tasks, versions
-from healerd.store.db import open_db, row, rows, scalar
-from healerd.store.ledger import HALT_KEY, ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
+from healerd.store.db import open_db
+from healerd.store.health_writes import HALT_KEY
+from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
+from healerd.store.outcomes import ITEM_COUNT_MEMORY, ScrapeOutcome
+from healerd.store.sql import row, rows, scalar
 
 T0 = 1_700_000_000.0
 EVERY = 600.0

@@ -8,8 +8,8 @@ from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.production import ROLLBACK
 from healerd.store import probation, versions
-from healerd.store.db import rows, scalar
 from healerd.store.lifecycle import ACTIVE, DEGRADED
+from healerd.store.sql import rows, scalar
 
 V2 = from_dict({"url": "http://shop.example/shop", "every": 600, "items": "li.q",
                 "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"}}})

@@ -16,8 +16,9 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import lifecycle, sources
-from healerd.store.db import connect, open_db, row, rows, scalar
+from healerd.store.db import connect, open_db
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
+from healerd.store.sql import row, rows, scalar
 
 NAME = "shop"
 

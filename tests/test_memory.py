@@ -7,17 +7,10 @@ import json
 import pytest
 
 from healerd.core.blueprint import from_dict
-from healerd.store.db import open_db, rows, scalar
-from healerd.store.memory import (
-    FixMemory,
-    FixMemoryError,
-    MemoryMatch,
-    apply_bundle,
-    confidence,
-    issue_fingerprint,
-    make_parser_bundle,
-    make_selector_bundle,
-)
+from healerd.store.db import open_db
+from healerd.store.fix_bundles import apply_bundle, make_parser_bundle, make_selector_bundle
+from healerd.store.memory import FixMemory, FixMemoryError, MemoryMatch, confidence, issue_fingerprint
+from healerd.store.sql import rows, scalar
 
 HOST = "shop.example"
 OLD = {"url": "https://shop.example/c/1", "items": "ul.products li.product",

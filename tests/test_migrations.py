@@ -11,7 +11,8 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import db, migrations, sources
-from healerd.store.db import connect, open_db, rows, scalar
+from healerd.store.db import connect, open_db
+from healerd.store.sql import rows, scalar
 
 REPO_SCHEMA = Path(__file__).resolve().parents[1] / "schema.sql"
 

@@ -14,7 +14,8 @@ import sys
 import textwrap
 
 from healerd.store import sources, tasks
-from healerd.store.db import open_db, rows
+from healerd.store.db import open_db
+from healerd.store.sql import rows
 
 WRITER = textwrap.dedent("""
     import json, os, sys
@@ -52,14 +53,14 @@ WRITER = textwrap.dedent("""
 READER = textwrap.dedent("""
     import json, sys
     from healerd.store import lifecycle
-    from healerd.store import db, sources, tasks
+    from healerd.store import db, sources, sql, tasks
 
     conn = db.open_db(sys.argv[1])
     out = {
         "states": sources.states(conn),
-        "events": db.rows(conn, "SELECT source_name, from_state, to_state, trigger, reason, at "
+        "events": sql.rows(conn, "SELECT source_name, from_state, to_state, trigger, reason, at "
                                 "FROM source_events ORDER BY id"),
-        "tasks": db.rows(conn, "SELECT task_id, type, target, state, retry_count, claimed_by "
+        "tasks": sql.rows(conn, "SELECT task_id, type, target, state, retry_count, claimed_by "
                                "FROM task_queue ORDER BY task_id"),
     }
     # A model rebuilt from the persisted state carries on.

@@ -26,12 +26,13 @@ from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.actors.messages import ScrapeDone, Tick
 from healerd.actors.registry import ActorRegistry
-from healerd.actors.scheduler import Scheduler, select_due, stale_after
+from healerd.actors.scheduler import Scheduler, stale_after
 from healerd.actors.scraper import Scraper
 from healerd.config import from_dict as config_from_dict
 from healerd.core.blueprint import from_dict as blueprint_from_dict
 from healerd.store import sources
 from healerd.store.db import open_db
+from healerd.store.due import due_jobs
 
 # The default host limits (2 requests at a time per host, 1 s between two requests);
 # no Doctor, which would need a StoreWriter.
@@ -118,13 +119,13 @@ def test_the_due_window_goes_round_the_hosts(site, tmp_path):
         for i in range(3):
             add(conn, f"b{i}", site_url(site, f"/b?{i}", "localhost"), t0 - 10 + i)
     try:
-        names = [r["name"] for r in select_due(conn, t0, set(), set(), 4)]
+        names = [r["name"] for r in due_jobs(conn, t0, set(), set(), 4)]
         assert names == ["a000", "b0", "a001", "b1"]
-        names = [r["name"] for r in select_due(conn, t0, {"127.0.0.1"}, {"b0"}, 10)]
+        names = [r["name"] for r in due_jobs(conn, t0, {"127.0.0.1"}, {"b0"}, 10)]
         assert names == ["b1", "b2"]
-        names = [r["name"] for r in select_due(conn, t0, {"localhost"}, set(), 50)]
+        names = [r["name"] for r in due_jobs(conn, t0, {"localhost"}, set(), 50)]
         assert names == [f"a{i:03d}" for i in range(50)]
-        assert select_due(conn, t0 - 601, set(), set(), 10) == []
+        assert due_jobs(conn, t0 - 601, set(), set(), 10) == []
     finally:
         conn.close()
 

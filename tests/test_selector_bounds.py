@@ -121,8 +121,9 @@ def test_the_digest_of_a_candidate_ignores_spelling_and_key_order_not_meaning():
 
 def test_the_same_answer_is_staged_once_per_source(tmp_path):
     from healerd.config import Config
-    from healerd.store.db import open_db, scalar
+    from healerd.store.db import open_db
     from healerd.store.ledger import Ledger
+    from healerd.store.sql import scalar
 
     conn = open_db(tmp_path / "healerd.db")
     try:

@@ -13,8 +13,9 @@ from healerd.config import Config
 from healerd.core.blueprint import from_dict
 from healerd.daemon import ADD_BATCH
 from healerd.store import sources
-from healerd.store.db import open_db, scalar
+from healerd.store.db import open_db
 from healerd.store.ledger import Ledger
+from healerd.store.sql import scalar
 
 BP = {"url": "http://127.0.0.1:9/p", "fields": {"title": {"css": "h1"}}}
 

@@ -20,9 +20,12 @@ from healerd.actors.store_writer import StoreWriter
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
-from healerd.store.db import connect, open_db, row, rows, scalar
-from healerd.store.ledger import Ledger, ScrapeOutcome
-from healerd.store.memory import FixMemory, make_selector_bundle
+from healerd.store.db import connect, open_db
+from healerd.store.fix_bundles import make_selector_bundle
+from healerd.store.ledger import Ledger
+from healerd.store.memory import FixMemory
+from healerd.store.outcomes import ScrapeOutcome
+from healerd.store.sql import row, rows, scalar
 from healerd.waiters import Waiters
 
 BP = {"url": "http://shop.example/shop", "every": 600, "items": "li.p",

@@ -11,7 +11,8 @@ import threading
 import pytest
 
 from healerd.store import tasks
-from healerd.store.db import connect, open_db, row, scalar
+from healerd.store.db import connect, open_db
+from healerd.store.sql import row, scalar
 from healerd.store.tasks import FIX_SOURCE, SCRAPE_SOURCE
 
 T0 = 1_700_000_000.0

@@ -16,8 +16,9 @@ from healerd.core.production import FALSE_POSITIVE, SITE_CHANGED, failure_verdic
 from healerd.core.stats import compute
 from healerd.demo.site import BLUEPRINTS, products_page, stats_page
 from healerd.store import fixes, migrations, sources, tasks, versions
-from healerd.store.db import open_db, rows, scalar
+from healerd.store.db import open_db
 from healerd.store.lifecycle import DEGRADED
+from healerd.store.sql import rows, scalar
 from healerd.store.stats import window_rows
 
 # -- the data-gone check, on real pages ----------------------------------------------------------

@@ -29,6 +29,7 @@ from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
 from healerd.core.terminal import json_text, visible
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
+from healerd.store import sources
 from healerd.store.db import connect, open_db
 from healerd.store.ledger import Ledger
 
@@ -165,11 +166,11 @@ class Alerter(pykka.ThreadingActor):
         try:
             if self._conn is None:
                 return []
-            found = [r[0] for r in self._conn.execute("SELECT blueprint FROM sources WHERE name = ?", (source,))]
+            found = sources.blueprint_json(self._conn, source)
         except Exception:
             log.warning("could not read the secrets of %s to mask its alert; masking by pattern only", source)
             return []
-        return blueprint_secrets(found[0]) if found else []
+        return blueprint_secrets(found) if found is not None else []
 
     def on_stop(self) -> None:
         if self._conn is not None:

@@ -23,8 +23,7 @@ from healerd.adapters.trials import TooSlow
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
 from healerd.core.selector_bounds import SelectorRefused, candidate_digest, check_blueprint
-from healerd.store import snapshots, versions
-from healerd.store.db import row
+from healerd.store import snapshots, sources, versions
 from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.deployer")
@@ -80,8 +79,7 @@ class Deployer(ServiceActor):
 
         v = versions.get(self.conn, msg.name, msg.version)
         bp = from_json(v["body"])
-        src = row(self.conn, "SELECT s.url, h.item_counts FROM sources s JOIN source_health h ON h.source_name = s.name "
-                             "WHERE s.name = ?", (msg.name,))
+        src = sources.url_and_item_counts(self.conn, msg.name)
         if src is None:
             return {"passes": None, "reason": "the source was removed"}
         try:
@@ -101,8 +99,7 @@ class Deployer(ServiceActor):
         return {"passes": False, "reason": f"{result.error_type}: {'; '.join(result.errors[:3])}"}
 
     def _flagged(self, name: str, now: float) -> bool:
-        src = row(self.conn, "SELECT s.review_approved_until, h.flagged_for_review FROM sources s JOIN source_health h "
-                             "ON h.source_name = s.name WHERE s.name = ?", (name,))
+        src = sources.review_flags(self.conn, name)
         if not src:
             return False
         if src["review_approved_until"] and src["review_approved_until"] > now:
@@ -123,8 +120,7 @@ class Deployer(ServiceActor):
         name = msg.name
         candidate: Blueprint = from_json(msg.candidate_json)
         prod_version, production = versions.production(self.conn, name)
-        src = row(self.conn, "SELECT s.url, h.item_counts FROM sources s JOIN source_health h ON h.source_name = s.name "
-                             "WHERE s.name = ?", (name,))
+        src = sources.url_and_item_counts(self.conn, name)
         if src is None:
             return deploy_result("error", None, "the source was removed", conclusive=False)
         if msg.origin != "human":

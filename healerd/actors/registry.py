@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 import pykka
 
 if TYPE_CHECKING:
-    from healerd.store.ledger import Effects, Ledger
+    from healerd.store.ledger import Ledger
+    from healerd.store.outcomes import Effects
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -25,7 +25,6 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-import apsw
 import pykka
 
 from healerd.actors.base import ServiceActor
@@ -53,13 +52,6 @@ READY_ROWS_PER_SCRAPER = 16
 IN_FLIGHT_PER_SCRAPER = 4
 # How long the StoreWriter may take to commit an outcome (ActorRegistry.write's timeout).
 WRITER_SLACK_S = 30.0
-
-def select_due(conn: apsw.Connection, now: float, skip_hosts, skip_names, limit: int) -> list[dict]:
-    """Up to `limit` due sources' job rows, round-robin across hosts, without `skip_hosts` and
-    `skip_names`, from an index read whole (the Scheduler keeps its own, see `_refresh_due`)."""
-    _, found = due_store.schedulable(conn)
-    return due_store.jobs(conn, DueIndex(found).due(now, skip_hosts, skip_names, limit), now)
-
 
 def hosts_in_delay(next_allowed: dict[str, float], now: float) -> set[str]:
     """Hosts still in their politeness delay: none of their rows is worth fetching before the next

@@ -23,7 +23,8 @@ from healerd.config import Config
 from healerd.core.errors import Refusal
 from healerd.store.db import write_transaction
 from healerd.store.faults import StorageFaults, StorageUnavailable, is_storage_fault
-from healerd.store.ledger import Effects, Ledger
+from healerd.store.ledger import Ledger
+from healerd.store.outcomes import Effects
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd.writer")

@@ -22,9 +22,9 @@ from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
 from healerd.core.drift import placeholder_suspect
 from healerd.core.validate import last_good_sample, validate
-from healerd.store import snapshots
-from healerd.store.db import row
-from healerd.store.ledger import ITEM_COUNT_MEMORY, Ledger, ScrapeOutcome
+from healerd.store import snapshots, sources
+from healerd.store.ledger import Ledger
+from healerd.store.outcomes import ITEM_COUNT_MEMORY, ScrapeOutcome
 
 log = logging.getLogger("healerd.validator")
 
@@ -113,9 +113,7 @@ class Validator(ServiceActor):
     def _history(self, name: str) -> tuple[list[int], object]:
         h = self.history.get(name)
         if h is None:
-            r = row(self.conn, "SELECT h.item_counts, s.records FROM source_health h LEFT JOIN snapshots s "
-                               "ON s.source_name = h.source_name AND s.kind = 'last_good' WHERE h.source_name = ?",
-                    (name,)) or {}
+            r = sources.item_counts_and_last_good(self.conn, name) or {}
             counts = json.loads(r.get("item_counts") or "[]")
             last_good = json.loads(r["records"]) if r.get("records") else None
             if last_good:

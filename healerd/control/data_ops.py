@@ -16,9 +16,8 @@ from healerd.store import feeds as feeds_store
 from healerd.store import records, sources
 
 if TYPE_CHECKING:
-    import apsw
-
     from healerd.control.host import DaemonHost
+    from healerd.store.db import Connection
 
 
 def _whole(value: Any, what: str, least: int) -> int:
@@ -29,7 +28,7 @@ def _whole(value: Any, what: str, least: int) -> int:
 
 class DataOps:
     daemon: DaemonHost
-    conn: apsw.Connection
+    conn: Connection
 
     def _source(self, name: Any) -> str:
         check_name(name)

@@ -28,7 +28,8 @@ from healerd.core.htmldiff import structural_diff
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
 from healerd.store import fixes, probation, records, snapshots, sources, status_pages, versions
-from healerd.store.db import connect, row, scalar
+from healerd.store.db import connect, data_version
+from healerd.store.health_writes import systemic_halt
 from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import IllegalTransition, human_refusal
 from healerd.store.memory import FixMemory, FixMemoryError
@@ -137,7 +138,7 @@ class ControlOps(DataOps):
         # last answer on this thread's connection (SQLite's data_version), that answer still holds.
         table = bool(table)
         # fix_attempts_24h moves with the clock too: an answer is reused within its minute only.
-        version = (scalar(self.conn, "PRAGMA data_version"), int(time.time() // 60))
+        version = (data_version(self.conn), int(time.time() // 60))
         cache = getattr(self._local, "status", None)
         if cache is None or cache[0] != version:
             cache = self._local.status = (version, {})
@@ -160,8 +161,7 @@ class ControlOps(DataOps):
     def _summary(self, by_state: dict[str, int]) -> dict:
         """The fleet's summary under every status answer: counts by state, fix metrics, a systemic halt."""
         m = fixes.metrics(self.conn)
-        halt = row(self.conn, "SELECT value FROM daemon_state WHERE key = 'systemic_halt'")
-        halt_v = json.loads(halt["value"]) if halt else None
+        halt_v = systemic_halt(self.conn)
         return {
             "sources": sum(by_state.values()), "by_state": by_state, "fix_success_rate": m["fix_success_rate"],
             "median_recovery_s": m["median_recovery_s"], "systemic_halt": bool(halt_v),
@@ -332,7 +332,7 @@ class ControlOps(DataOps):
         tried = self.daemon.registry.get("deployer").ask(TryVersion(name, target), timeout=RUN_WAIT_S)
         fails = None if tried.get("passes") is not False else tried.get("reason") or "it fails validation"
         if fails and not force:
-            current = scalar(self.conn, "SELECT current_version FROM sources WHERE name = ?", (name,))
+            current = sources.current_version(self.conn, name)
             raise ControlError("refused", f"version {target} fails the current page ({fails}); version {current} "
                                           f"stays in production (`--force` rolls back anyway)",
                                {"version": target, "production": current})

@@ -8,7 +8,7 @@ from typing import Any
 import apsw
 
 from healerd.core.timeutil import iso
-from healerd.store.db import rows
+from healerd.store.sql import rows
 
 
 def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:

@@ -9,7 +9,7 @@ import apsw
 
 from healerd.core.blueprint import Blueprint
 from healerd.store import versions
-from healerd.store.db import row
+from healerd.store.sql import row
 
 
 def seen(conn: apsw.Connection, name: str, digest: str) -> dict | None:

@@ -12,7 +12,8 @@ import json
 
 import apsw
 
-from healerd.store.db import row, rows, scalar
+from healerd.core.due import DueIndex
+from healerd.store.sql import row, rows, scalar
 
 # The one definition of "can be scheduled": a source's next run time when it can, else NULL.
 _AT = "CASE WHEN s.paused = 0 AND h.state IN ('ACTIVE','DEGRADED') THEN s.next_run_at END"
@@ -63,3 +64,10 @@ def jobs(conn: apsw.Connection, names: list[str], now: float) -> list[dict]:
 def job(conn: apsw.Connection, name: str) -> dict | None:
     """`name`'s job row, due or not (`healerctl run`), or None when there is no such source."""
     return row(conn, f"SELECT {JOB_COLUMNS} WHERE s.name = ?", (name,))
+
+
+def due_jobs(conn: apsw.Connection, now: float, skip_hosts, skip_names, limit: int) -> list[dict]:
+    """Up to `limit` due sources' job rows, round-robin across hosts, without `skip_hosts` and
+    `skip_names`, from an index read whole (the Scheduler keeps its own and reads only the changes)."""
+    _, found = schedulable(conn)
+    return jobs(conn, DueIndex(found).due(now, skip_hosts, skip_names, limit), now)

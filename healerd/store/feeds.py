@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 import apsw
 
 from healerd.core.timeutil import iso
-from healerd.store.db import row, rows, scalar
+from healerd.store.sql import row, rows, scalar
 
 
 def sync(conn: apsw.Connection, names: Iterable[str], now: float) -> list[str]:

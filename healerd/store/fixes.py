@@ -10,7 +10,7 @@ from typing import cast
 import apsw
 
 from healerd.core.timeutil import iso
-from healerd.store.db import row, rows, scalar
+from healerd.store.sql import row, rows, scalar
 
 COUNTED_OUTCOMES = ("promoted", "rejected", "error", "staged")  # 'declined' spends no attempt
 FAILED_OUTCOMES = ("rejected", "error")

@@ -9,7 +9,7 @@ import time
 import apsw
 
 from healerd.core.pagecodec import compress_bytes, decompress_page
-from healerd.store.db import row, scalar
+from healerd.store.sql import row, scalar
 
 
 def put_page(conn: apsw.Connection, name: str, version: int, url: str, html: str | None, records=None, *,

@@ -9,7 +9,7 @@ import apsw
 
 from healerd.core import changes
 from healerd.core.timeutil import iso
-from healerd.store.db import rows, scalar
+from healerd.store.sql import rows, scalar
 
 
 def to_json(data) -> str:

@@ -10,7 +10,7 @@ import time
 import apsw
 
 from healerd.core.pagecodec import compress_bytes, decompress_page
-from healerd.store.db import row
+from healerd.store.sql import row
 
 LAST_GOOD = "last_good"
 CURRENT = "current"

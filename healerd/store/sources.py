@@ -11,9 +11,10 @@ import apsw
 from healerd.core.blueprint import Blueprint
 from healerd.core.errors import HealerdError, Refusal
 from healerd.core.timeutil import iso
-from healerd.store.db import masked_source_url, row, rows
+from healerd.store.db import masked_source_url
 from healerd.store.fixes import FAILED_OUTCOMES
 from healerd.store.lifecycle import ACTIVE
+from healerd.store.sql import row, rows
 
 
 class SourceNotFound(KeyError, HealerdError):
@@ -309,3 +310,41 @@ def item_counts(r: dict) -> list[int]:
         return [int(x) for x in json.loads(r.get("item_counts") or "[]")]
     except (ValueError, TypeError):
         return []
+
+
+# -- narrow reads for the actors and the control ops (each one query, named for what it returns) --
+def url_and_item_counts(conn: apsw.Connection, name: str) -> dict | None:
+    """{"url", "item_counts"} (the recent item counts as stored JSON), or None without such a source."""
+    return row(conn, "SELECT s.url, h.item_counts FROM sources s JOIN source_health h ON h.source_name = s.name "
+                     "WHERE s.name = ?", (name,))
+
+
+def review_flags(conn: apsw.Connection, name: str) -> dict | None:
+    """{"review_approved_until", "flagged_for_review"}, or None without such a source."""
+    return row(conn, "SELECT s.review_approved_until, h.flagged_for_review FROM sources s JOIN source_health h "
+                     "ON h.source_name = s.name WHERE s.name = ?", (name,))
+
+
+def item_counts_and_last_good(conn: apsw.Connection, name: str) -> dict | None:
+    """{"item_counts", "records"}: the recent item counts and the last good scrape's records (both as
+    stored JSON; records None without a last good page), or None without such a source."""
+    return row(conn, "SELECT h.item_counts, s.records FROM source_health h LEFT JOIN snapshots s "
+                     "ON s.source_name = h.source_name AND s.kind = 'last_good' WHERE h.source_name = ?", (name,))
+
+
+def blueprint_json(conn: apsw.Connection, name: str) -> str | None:
+    """The source's blueprint as stored (JSON), or None without such a source."""
+    for (text,) in conn.execute("SELECT blueprint FROM sources WHERE name = ?", (name,)):
+        return text
+    return None
+
+
+def registered(conn: apsw.Connection) -> dict[str, dict]:
+    """Every source's {"name", "origin", "blueprint"} by name (a sources directory's sync)."""
+    return {r["name"]: r for r in rows(conn, "SELECT name, origin, blueprint FROM sources")}
+
+
+def current_version(conn: apsw.Connection, name: str) -> int | None:
+    """The production version's number, or None without such a source."""
+    found = row(conn, "SELECT current_version FROM sources WHERE name = ?", (name,))
+    return found["current_version"] if found else None

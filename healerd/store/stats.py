@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import apsw
 
-from healerd.store.db import rows, scalar
+from healerd.store.sql import rows, scalar
 
 # The newest registration of the source an audit row belongs to, or NULL when it is removed.
 _REGISTERED_ID = ("(SELECT max(r.id) FROM source_events r JOIN sources s ON s.name = r.source_name "

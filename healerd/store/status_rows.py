@@ -19,8 +19,8 @@ import json
 
 import apsw
 
-from healerd.store.db import scalar
 from healerd.store.sources import MASKED_JOIN, STATUS_KEYS, default_now, masked_urls, status_columns
+from healerd.store.sql import scalar
 
 # More changed sources than this share of the fleet: read every row (one scan beats many lookups).
 FULL_READ_SHARE = 0.25

@@ -13,7 +13,7 @@ import time
 
 import apsw
 
-from healerd.store.db import rows
+from healerd.store.sql import rows
 
 SCRAPE_SOURCE = "SCRAPE_SOURCE"
 FIX_SOURCE = "FIX_SOURCE"
@@ -125,6 +125,14 @@ def recover_in_progress(conn: apsw.Connection, now: float | None = None) -> dict
                             "|| ' (gave up after ' || (retry_count + 1) || ' tries)' "
                             "WHERE state = 'IN_PROGRESS' RETURNING task_id", (now,))
     return {"requeued": [r["task_id"] for r in requeued], "failed": [r["task_id"] for r in failed]}
+
+
+def requeue_in_progress(conn: apsw.Connection) -> None:
+    """When the daemon stops its actors (shutdown, a reload with a new configuration): every
+    IN_PROGRESS task back to PENDING, unclaimed, without counting a retry (it was stopped, it did
+    not fail)."""
+    with conn:
+        conn.execute("UPDATE task_queue SET state = 'PENDING', claimed_by = NULL WHERE state = 'IN_PROGRESS'")
 
 
 def pending_for(conn: apsw.Connection, type_: str, target: str) -> dict | None:

@@ -10,7 +10,7 @@ import apsw
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.errors import Refusal
 from healerd.core.timeutil import iso
-from healerd.store.db import row, rows, scalar
+from healerd.store.sql import row, rows, scalar
 
 
 class VersionNotFound(KeyError, Refusal):
