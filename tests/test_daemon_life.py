@@ -681,6 +681,7 @@ def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemo
         add(d, tmp_path, "flip", site.url("/flip"), HOURLY)
         d.wait_for(lambda: d.ctl_json("status", "flip")["success_count"] >= 1, what="the first scrape")
         # Six state changes, six alerts: every `run` returns while the webhook fails (or hangs on the first POST).
+        started = time.monotonic()
         for _ in range(3):
             site.page("/flip", listing_empty())
             assert d.ctl_json("run", "flip")["ok"] is False
@@ -690,7 +691,10 @@ def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemo
         assert [a["event"] for a in d.alerts()] == ["DEGRADED", "RECOVERED"] * 3
         assert len([x for x in d.log().splitlines() if x.startswith("ALERT ")]) == 6
         if mode == "hang":
-            assert not hook.release.is_set() and len(hook.bodies) == 1   # still held on the first POST
+            # The Alerter gives a POST 5 s: done sooner, it is still held on the first one; on a
+            # machine slow enough to take longer it has moved on, but never sent more than it had.
+            held = time.monotonic() - started < 4.5
+            assert not hook.release.is_set() and (len(hook.bodies) == 1 if held else 1 <= len(hook.bodies) <= 6)
         if mode == "500":
             d.wait_for(lambda: len(hook.received()) == 6, what="six webhook POSTs")
             assert [b["event"] for b in hook.received()] == ["DEGRADED", "RECOVERED"] * 3
