@@ -36,6 +36,7 @@ from healerd.core.heal.evidence import (
     value_kind,
 )
 from healerd.core.heal.fingerprint import (
+    LABEL_MAX,
     Fingerprint,
     Page,
     fingerprint,
@@ -93,8 +94,11 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                           for after_attr in [bp.fields[p].attr]}
         distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
         others = {v for m, v in old_raw.items() if m != name and v}
-        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values, distractors, others,
-                                            before)
+        slid = _slid_into_place(before, old_nodes[name], after, cur)
+        status, cand, why, runner = _locate(fps[name], old_value, spec, after, None if slid else cur, partner_values,
+                                            distractors, others, before)
+        if slid and status == "gone":
+            why = f"{why}; the old selector's node now sits beside {_short(slid)}, another row of the last good page"
         decisions[name] = (status, cand, why)
         details[name] = _detail(status, cand, runner, why, after, spec)
 
@@ -281,6 +285,37 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
         if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
             return "kept", None, "value changed in place (same node kind)", None
     return "gone", None, "the old value is nowhere on the page", None
+
+
+def _key_beside(page: Page, i: int | None) -> str:
+    """The short text just before node i (or before its parent when i comes first in it): a row's key."""
+    if i is None:
+        return ""
+    cur = i
+    for _level in range(2):
+        p = page.parent[cur]
+        if p < 0:
+            return ""
+        sibs = page.children[p]
+        k = sibs.index(cur)
+        if k > 0:
+            t = page.texts[sibs[k - 1]]
+            return t if t and len(t) <= LABEL_MAX and t != page.texts[i] and any(ch.isalpha() for ch in t) else ""
+        cur = p
+    return ""
+
+
+def _slid_into_place(before: Page, old_node: int | None, after: Page, cur: int | None) -> str:
+    """The key now beside the old selector's node, when another row slid into the field's place, else "".
+
+    The old node sat beside one key ("Build"); the node the old selector finds now sits beside
+    another ("Packages") that the last good page showed too: the field's row was removed and the
+    next row took its place, so the node's value is not the field's value changed in place.
+    """
+    old_key, new_key = _key_beside(before, old_node), _key_beside(after, cur)
+    if old_key and new_key and old_key != new_key and before.exact(new_key, None):
+        return new_key
+    return ""
 
 
 def _short(value: str | None, n: int = 40) -> str:
