@@ -68,6 +68,9 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             else:
                 node = first_in(after, css_or_sel, c)
             if node is None:
+                # the record's old value is in its container and the selector finds nothing there:
+                # a miss as much as a wrong node (rows laid out two ways: only one of them read)
+                wrong += 1 if s else 0
                 continue
             val = after.value(node, spec.attr)
             if want is not None and val == want:
