@@ -135,6 +135,9 @@ def compounds(page: Page, i: int, avoid_attr: str | None = None, positional: boo
     node_id = a.get("id") or ""
     if node_id and safe_ident(node_id) and avoid_attr != "id":
         out.append(Compound(tag=tag, node_id=node_id, cost=1.0))
+    elif node_id and avoid_attr != "id" and not re.search(r"\d{5,}", node_id) and _quote(node_id):
+        # an id that is no bare identifier (`Reading.exceeds`, `section:intro`): as an attribute
+        out.append(Compound(tag=tag, attrs=(("id", node_id),), cost=1.2))
     for name in _SEMANTIC_ATTRS:
         value = a.get(name)
         if name != avoid_attr and value and _quote(value):
