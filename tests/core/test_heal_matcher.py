@@ -1,0 +1,100 @@
+"""The built-in healer's matcher on pages where a record's layout, keys or ids changed.
+
+Each test is a small page pair of our own: a refusal where the page no longer holds the
+field (a key/value row removed, the next row sliding into its place), a refusal rather than
+a selector that reads only some of the records (rows laid out two ways), and a heal through
+an id that is no bare CSS identifier.
+"""
+
+from __future__ import annotations
+
+from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
+
+
+def _bp(fields: dict[str, tuple], items: str | None = None) -> Blueprint:
+    return Blueprint(fields={n: FieldSpec(n, css, ftype) for n, (css, ftype) in fields.items()}, items=items)
+
+
+def _page(body: str) -> str:
+    return f"<html><head><title>Report</title></head><body>{body}</body></html>"
+
+
+def _rows(pairs: list[tuple[str, str]]) -> str:
+    return "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in pairs)
+
+
+ENV_BEFORE = _page('<h2>Environment</h2><table id="env">' + _rows(
+    [("Branch", "release/2.4"), ("Build", "4821"), ("Packages", '{"pytest": "6.2.5"}'), ("Python", "3.7.16")]) + "</table>")
+ENV_FIELDS = {"branch": ("table#env tr:nth-child(1) > td:nth-child(2)", "str"),
+              "build": ("table#env tr:nth-child(2) > td:nth-child(2)", "int")}
+
+
+def test_a_removed_row_whose_neighbour_slid_into_its_place_is_refused():
+    """The "Build" row is gone; the old positional selector now reads the "Packages" row's value."""
+    after = _page('<h2>Environment</h2><table id="env">' + _rows(
+        [("Branch", "release/2.4"), ("Packages", '{"pytest": "7.4.4"}'), ("Python", "3.9.18")]) + "</table>")
+    bp = _bp(ENV_FIELDS)
+    res = heal(bp, ENV_BEFORE, extract(ENV_BEFORE, bp).data, after)
+    assert not res.ok, res.reason
+    assert "build" in res.reason and "Packages" in res.reason
+
+
+def test_a_value_changed_in_place_beside_its_own_key_is_kept():
+    """The same row, the same key beside it, another build number: the field's value changed in place."""
+    after = _page('<h2>Environment</h2><table id="env">' + _rows(
+        [("Branch", "release/2.4"), ("Build", "4822"), ("Packages", '{"pytest": "7.4.4"}'), ("Python", "3.9.18")])
+        + "</table>")
+    bp = _bp(ENV_FIELDS)
+    res = heal(bp, ENV_BEFORE, extract(ENV_BEFORE, bp).data, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data == {"branch": "release/2.4", "build": 4822}
+
+
+TABLE_BEFORE = _page("<table class='levels'><tbody>" + "".join(
+    f"<tr><th>{name}</th><td>{region}</td><td>{cap}</td><td>{pct}</td></tr>"
+    for name, region, cap, pct in [("Alder Lake", "North", "4120", "87.5"), ("Birch Hollow", "West", "2650", "64.2"),
+                                   ("Cedar Falls", "North", "8830", "91.0"), ("Dunmore", "East", "1975", "48.7"),
+                                   ("Elm Ridge", "South", "3310", "72.4")]) + "</tbody></table>")
+
+
+def test_a_selector_that_finds_nothing_where_a_record_still_holds_its_value_is_no_heal():
+    """Rows reordered except the last: `td:nth-child(1)` reads four records and misses the fifth's value."""
+    rows = [("Alder Lake", "North", "4120", "87.5"), ("Birch Hollow", "West", "2650", "64.2"),
+            ("Cedar Falls", "North", "8830", "91.0"), ("Dunmore", "East", "1975", "48.7")]
+    after = _page("<table class='levels'><tbody>" + "".join(
+        f"<tr><td>{pct}</td><td>{region}</td><td>{cap}</td><th>{name}</th></tr>" for name, region, cap, pct in rows)
+        + "<tr><th>Elm Ridge</th><td>South</td><td>3310</td><td>72.4</td></tr></tbody></table>")
+    bp = _bp({"name": ("th", "str"), "capacity": ("td:nth-child(3)", "int"), "level": ("td:nth-child(4)", "float")},
+             items="table.levels tbody tr")
+    res = heal(bp, TABLE_BEFORE, extract(TABLE_BEFORE, bp).data, after)
+    if res.ok:   # whatever it heals must read every record's level, the fifth's included
+        assert [r["level"] for r in extract(after, res.blueprint).data] == [87.5, 64.2, 91.0, 48.7, 72.4]
+    else:
+        assert "level" in res.reason
+
+
+DOCS_BEFORE = _page("<dl>" + "".join(
+    f"<dt id='gauge.{n}'><code>{n}()</code></dt><dd><div class='desc'>{d}</div></dd>"
+    for n, d in [("exceeds", "True when the stage is above the threshold."), ("label", "Return a label for the station."),
+                 ("upstream", "True when this station lies upstream of another.")]) + "</dl>")
+
+
+def test_an_id_that_is_no_bare_identifier_picks_out_the_node():
+    """Two alike docstrings under ids with dots: only `[id="Reading.exceeds"]` tells the new one apart."""
+    after = _page("<main>" + "".join(
+        f"<div id='Reading.{n}' class='classattr'><div class='attr function'><span class='name'>{n}</span></div>"
+        f"<div class='docstring'><p>{d}</p></div></div>"
+        for n, d in [("exceeds", "True when the stage is above the threshold."),
+                     ("label", "Return a label for the station."),
+                     ("upstream", "True when this station lies upstream of another.")]) + "</main>")
+    bp = _bp({"label_doc": ("dt[id='gauge.label'] + dd > div.desc", "str"),
+              "exceeds_doc": ("dt[id='gauge.exceeds'] + dd > div.desc", "str")})
+    res = heal(bp, DOCS_BEFORE, extract(DOCS_BEFORE, bp).data, after)
+    assert res.ok, res.reason
+    for key, css in res.changed.items():
+        check_selector(css, key)
+    assert extract(after, res.blueprint).data == {"label_doc": "Return a label for the station.",
+                                                  "exceeds_doc": "True when the stage is above the threshold."}
+    assert any("[id=" in css for css in res.changed.values()), res.changed
