@@ -28,6 +28,8 @@ from healerd.core.heal.selectors import (
     relaxations,
 )
 
+_MANY = 3   # records a node may hold before the values of further records stop climbing through it
+
 
 def _distinctive(old_raw: list, name: str) -> list[bool]:
     vals = [r.get(name) for r in old_raw]
@@ -113,7 +115,12 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
                 continue
             for h in hits:
                 for a in after.ancestors(h, MAX_RECORD_DEPTH):  # a container holds its values below itself
-                    slot = spans.setdefault(a, {}).setdefault(r, [h, h, set()])
+                    held = spans.setdefault(a, {})
+                    if r not in held and len(held) >= _MANY:
+                        # a node already holding several other records is no container for this one, nor
+                        # is any node above it (on a big listing, climbing to the root costs most)
+                        break
+                    slot = held.setdefault(r, [h, h, set()])
                     slot[0], slot[1] = min(slot[0], h), max(slot[1], h)
                     slot[2].add(name)
     # a node can hold record r when r's values come before any other record's inside it
