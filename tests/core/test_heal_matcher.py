@@ -98,3 +98,23 @@ def test_an_id_that_is_no_bare_identifier_picks_out_the_node():
     assert extract(after, res.blueprint).data == {"label_doc": "Return a label for the station.",
                                                   "exceeds_doc": "True when the stage is above the threshold."}
     assert any("[id=" in css for css in res.changed.values()), res.changed
+
+
+def _cells(titles: list[str]) -> str:
+    return _page("<main>" + "".join(
+        f"<div class='cell'><div class='prompt'></div><div class='inner'><div class='render'>"
+        f"<h2>{t}</h2><a class='anchor' href='#{t.split()[0].lower()}'>link</a><p>Some text about {t.split()[0]}.</p>"
+        f"</div></div></div>" for t in titles) + "</main>")
+
+
+def test_the_old_items_stay_when_they_still_sit_one_inside_each_record():
+    """The headings' values changed, the anchors did not: the records are where the old items selector
+    finds them, and a wider node around each (the cell) is no reason to change the items selector."""
+    before = _cells(["Levels this week", "Alerts raised", "Notes and caveats", "Stations offline"])
+    after = _cells(["Levels this week II", "Alerts raised II", "Notes and caveats II", "Stations offline II"])
+    bp = _bp({"heading": ("h2", "str"), "anchor": ("a.anchor", "str")}, items="div.render")
+    bp = bp.with_fields({**bp.fields, "anchor": FieldSpec("anchor", "a.anchor", "str", "href")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert "items" not in res.changed, res.changed
+    assert [r["heading"] for r in extract(after, res.blueprint).data][0] == "Levels this week II"

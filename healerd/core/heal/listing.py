@@ -80,6 +80,9 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         if found is not None:
             containers, records = found
             why = f"{len(containers)} containers carrying the old records' values"
+            if _old_items_inside(after, cur, containers, records, old_raw, bp):
+                containers = cur
+                why = f"{why}: the old items selector's nodes, one inside each, holding as many of them"
         else:
             # the values changed along with the layout: look for repeated nodes in which the
             # old field selectors find values of the old kinds
@@ -147,6 +150,24 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     summary = "; ".join(f"{k} -> {v}" for k, v in changed.items())
     conf = round(min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names]), 3)
     return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
+
+
+def _old_items_inside(after: Page, cur: list, containers: list[int], records: list[int], old_raw: list,
+                      bp: Blueprint) -> bool:
+    """The old items selector's nodes sit one inside each found container and hold as many of the old values.
+
+    The found containers are the widest nodes holding one record's values; when the values
+    changed in part, the old items selector's nodes inside them are still the records (a wider
+    node may also hold a decoy placed before the record), and the blueprint keeps its items.
+    """
+    if (not cur or len(cur) != len(containers) or any(c is None for c in cur) or cur == containers
+            or not all(after.contains(f, c) for f, c in zip(containers, cur))):
+        return False
+
+    def held(nodes: list[int]) -> int:
+        return sum(1 for k, node in enumerate(nodes) for name, spec in bp.fields.items()
+                   if old_raw[records[k]].get(name) and after.exact(old_raw[records[k]][name], spec.attr, within=node))
+    return held(cur) >= held(containers)
 
 
 def _same_nodes(after: Page, containers: list[int], css_a: str, css_b: str) -> bool:
