@@ -118,3 +118,23 @@ def test_the_old_items_stay_when_they_still_sit_one_inside_each_record():
     assert res.ok, res.reason
     assert "items" not in res.changed, res.changed
     assert [r["heading"] for r in extract(after, res.blueprint).data][0] == "Levels this week II"
+
+
+def test_a_placeholder_where_the_values_were_is_refused_not_kept_as_a_changed_value():
+    """The price node still looks the same but says "Log in to see the price": the data is hidden, not changed."""
+    shop = "<div class='product'><h1 class='name'>Claw Hammer Deluxe</h1><span class='price'>{}</span></div>"
+    before, after = _page(shop.format("$14.99")), _page(shop.format("Log in to see the price"))
+    bp = _bp({"name": ("h1.name", "str"), "price": ("span.price", "str")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok
+    assert "price" in res.reason and "placeholder" in res.reason
+
+
+def test_a_wall_in_a_text_field_is_refused():
+    """A name field that now says "Sign in to see the author" holds no name (a wall is judged on any field)."""
+    post = "<article class='post'><h1 class='title'>Gauge readings published</h1><p class='byline'>{}</p></article>"
+    before, after = _page(post.format("Priya Raman")), _page(post.format("Sign in to see the author"))
+    bp = _bp({"title": ("h1.title", "str"), "author": ("p.byline", "str")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok
+    assert "author" in res.reason and "placeholder" in res.reason

@@ -1,0 +1,59 @@
+"""Placeholders: what a page shows where it hides or lacks a value ("Log in to see the price", "N/A").
+
+A heal that reads a placeholder where the last good records had values has not found the
+field: its data is hidden or gone, so the healer refuses it. The phrases are the ones the
+drift check (`healerd.core.drift`) looks for after a scrape passed validation; they are
+judged the same way: the general ones only where the last good values had a shape (a
+number, a URL, a date), the walls asking to log in or subscribe on any field, and never
+when the last good page showed placeholders already.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from healerd.core.validate import value_shape
+
+PLACEHOLDER = re.compile(
+    r"^\s*(?:[-\u2010-\u2015\u2212*?]+|n/?a|none|null|tbd|tba|unknown|unavailable|not available|"
+    r"(?:please\s+)?(?:log\s*in|sign\s*in|sign\s*up|register|subscribe)(?:\s+(?:now|first|to continue))?|"
+    r".*\b(?:log\s*in|sign\s*in|sign\s*up|register|subscribe|members?)\b.*\b(?:to|for)\s+"
+    r"(?:see|view|show|get|unlock|reveal|pricing|prices?|the price)\b.*|"
+    r"(?:see|view|show) (?:price|details) .*|call for (?:price|pricing)|price on request|ask for (?:a )?price|"
+    r"members? only|subscribers? only|coming soon|hidden|\.\.\.|\u2026)\s*$", re.IGNORECASE)
+WALL = re.compile(
+    r"^\s*(?:(?:please\s+)?(?:log\s*in|sign\s*in|sign\s*up|register|subscribe)(?:\s+(?:now|first|to continue))?|"
+    r".*\b(?:log\s*in|sign\s*in|sign\s*up|register|subscribe|members?)\b.*\b(?:to|for)\s+"
+    r"(?:see|view|show|get|unlock|reveal|read|pricing|prices?|the price)\b.*|members? only|subscribers? only)\s*$",
+    re.IGNORECASE)
+
+
+def _column(data: Any, name: str) -> list[str]:
+    rows = data if isinstance(data, list) else [data]
+    out = []
+    for r in rows:
+        v = r.get(name) if isinstance(r, dict) else None
+        text = " ".join(str(v).split()) if v is not None else ""
+        if text:
+            out.append(text)
+    return out
+
+
+def placeholder_field(new: Any, old: Any, names: list[str]) -> tuple[str, str] | None:
+    """(field, why) for the first field whose new values show a placeholder where the old had values, else None."""
+    for name in names:
+        before = _column(old, name)
+        if not before:
+            continue
+        shape, n = Counter(value_shape(v) for v in before).most_common(1)[0]
+        shaped = shape in ("number", "url", "date") and n * 2 >= len(before)
+        pattern = PLACEHOLDER if shaped else WALL
+        if any(pattern.match(v) for v in before):
+            continue   # the site showed placeholders before: one now is nothing new
+        for v in _column(new, name):
+            if pattern.match(v) and (not shaped or value_shape(v) != shape):
+                what = f"a {shape}" if shaped else "a value"
+                return name, f"it now reads a placeholder {v[:40]!r} where the last good page had {what}"
+    return None
