@@ -138,3 +138,13 @@ def test_a_wall_in_a_text_field_is_refused():
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok
     assert "author" in res.reason and "placeholder" in res.reason
+
+
+def test_a_dash_in_place_of_a_text_value_is_refused():
+    """A file name now shown as "—": a text field whose every value is a placeholder has lost its data."""
+    head = "<div id='header'><h1>Coverage for <b>{}</b></h1><h2 class='stats'><span class='run'>11 run</span></h2></div>"
+    before, after = _page(head.format("gaugelib/levels.py")), _page(head.format("—"))
+    bp = _bp({"file": ("div#header h1 b", "str"), "run": ("h2.stats span.run", "str")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok
+    assert "file" in res.reason and "placeholder" in res.reason

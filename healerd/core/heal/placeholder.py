@@ -3,9 +3,11 @@
 A heal that reads a placeholder where the last good records had values has not found the
 field: its data is hidden or gone, so the healer refuses it. The phrases are the ones the
 drift check (`healerd.core.drift`) looks for after a scrape passed validation; they are
-judged the same way: the general ones only where the last good values had a shape (a
-number, a URL, a date), the walls asking to log in or subscribe on any field, and never
-when the last good page showed placeholders already.
+judged the same way: the general ones where the last good values had a shape (a number, a
+URL, a date), the walls asking to log in or subscribe on any field, and never when the last
+good page showed placeholders already. One judgement more than the drift check's: a text
+field whose every new value is a general placeholder ("N/A", a dash) is refused too; the
+healer claims a value changed in place only when a value is there.
 """
 
 from __future__ import annotations
@@ -52,8 +54,12 @@ def placeholder_field(new: Any, old: Any, names: list[str]) -> tuple[str, str] |
         pattern = PLACEHOLDER if shaped else WALL
         if any(pattern.match(v) for v in before):
             continue   # the site showed placeholders before: one now is nothing new
-        for v in _column(new, name):
+        what = f"a {shape}" if shaped else "a value"
+        now = _column(new, name)
+        for v in now:
             if pattern.match(v) and (not shaped or value_shape(v) != shape):
-                what = f"a {shape}" if shaped else "a value"
                 return name, f"it now reads a placeholder {v[:40]!r} where the last good page had {what}"
+        if now and not shaped and not any(PLACEHOLDER.match(v) for v in before) and all(PLACEHOLDER.match(v) for v in now):
+            # a text field whose every value is now "N/A" or a dash: the values were not changed, they are gone
+            return name, f"it now reads only placeholders ({now[0][:40]!r}) where the last good page had {what}"
     return None
