@@ -148,3 +148,38 @@ def test_a_dash_in_place_of_a_text_value_is_refused():
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok
     assert "file" in res.reason and "placeholder" in res.reason
+
+
+def test_records_told_from_their_siblings_by_a_child_of_one_kind():
+    """The functions' index became one list of every member; only `li:has(> a.function)` in the top list
+    (not the methods nested under a class) picks out the functions."""
+    before = _page("<ul id='index'><li><h3>Variables</h3><ul><li><code><a href='#m.VERSION'>VERSION</a></code></li></ul></li>"
+                   "<li><h3>Functions</h3><ul>" + "".join(
+                       f"<li><code><a href='#m.{n}'>{n}</a></code></li>" for n in ("flood_stage", "read_level", "to_feet"))
+                   + "</ul></li></ul>")
+    after = _page("<nav><div><ul class='members'>"
+                  "<li><a class='variable' href='#VERSION'>VERSION</a></li>"
+                  + "".join(f"<li><a class='function' href='#{n}'>{n}</a></li>" for n in ("read_level", "to_feet", "flood_stage"))
+                  + "<li><a class='class' href='#Station'>Station</a><ul class='members'>"
+                    "<li><a class='function' href='#Station.label'>label</a></li></ul></li></ul></div></nav>")
+    bp = _bp({"name": ("code a", "str")}, items="ul#index > li:nth-child(2) > ul > li")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    check_selector(res.changed["items"], "items")
+    assert ":has(> a.function)" in res.changed["items"]
+    assert [r["name"] for r in extract(after, res.blueprint).data] == ["read_level", "to_feet", "flood_stage"]
+
+
+def test_records_told_from_a_promoted_copy_by_their_ids():
+    """A "promoted" copy of a record's header sits among the records without an id: `dt[id]` leaves it out."""
+    def doc(promo: str) -> str:
+        return _page("<h2 id='classes'>Classes</h2><dl>" + promo.join(
+            f"<dt id='m.{n}'><code class='flex name class'>class <span class='ident'>{n}</span></code></dt>"
+            f"<dd><p>About {n}.</p></dd>" for n in ("Reading", "Station", "Gauge")) + "</dl>")
+    before = doc("")
+    after = doc("<dt class='promoted'><code class='flex name class'>class <span class='ident'>Sponsored Reading</span>"
+                "</code></dt><dd><p>Ad.</p></dd>").replace("class='ident'", "class='nm'")
+    bp = _bp({"name": ("code.class span.ident", "str")}, items="#classes + dl > dt")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert [r["name"] for r in extract(after, res.blueprint).data] == ["Reading", "Station", "Gauge"]

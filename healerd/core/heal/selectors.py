@@ -46,6 +46,7 @@ class Compound:
     nth_of_type: int = 0
     cost: float = 1.0
     nth_from: int = 0        # :nth-child(n+K): every element child from the K-th on (rows after a header)
+    has: Compound | None = None   # :has(> child): an element child matching it (records told from siblings)
 
     def css(self) -> str:
         out = self.tag
@@ -61,6 +62,8 @@ class Compound:
             out += f":nth-of-type({self.nth_of_type})"
         if self.nth_from:
             out += f":nth-child(n+{self.nth_from})"
+        if self.has is not None:
+            out += f":has(> {self.has.css()})"
         return out or "*"
 
     def matches(self, page: Page, i: int) -> bool:
@@ -85,6 +88,9 @@ class Compound:
                 return False
             if self.nth_of_type and kt != self.nth_of_type:
                 return False
+        if self.has is not None:
+            has = self.has
+            return any(has.matches(page, k) for k in page.children[i])
         return True
 
 
@@ -215,7 +221,7 @@ def candidate_selectors(page: Page, target: int, stop: int = -1, avoid_attr: str
 
 
 def _with_cost(c: Compound, cost: float) -> Compound:
-    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from)
+    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from, c.has)
 
 
 @lru_cache(maxsize=4096)
@@ -304,6 +310,8 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
 
 def _items_candidates(page: Page, want: list[int], positional: bool) -> list[Selector]:
     own = _common_compounds(page, want)
+    if not positional:
+        own = sorted(own + _telling_compounds(page, want, own), key=lambda c: c.cost)
     parents = [page.parent[c] for c in want]
     if positional:
         # one parent and the containers are its element children from the k-th on
@@ -327,16 +335,46 @@ def _items_candidates(page: Page, want: list[int], positional: bool) -> list[Sel
             anchors.append(_with_cost(ac, ac.cost + 0.3 * level))
         anc = page.parent[anc]
         level += 1
+    # the list's own parent, for a list with lists of the same kind nested in it (`div > ul > li`)
+    grand = [page.parent[p] for p in parents] if parent_opts else []
+    grand_opts = _common_compounds(page, grand)[:4] if grand and all(g >= 0 for g in grand) else []
     cands: list[Selector] = [Selector((c,)) for c in own]
     for c in own[:6]:
         for pc in parent_opts:
             cands.append(Selector((pc, c), (">",)))
+            for gc in grand_opts:
+                cands.append(Selector((_with_cost(gc, gc.cost + 0.5), pc, c), (">", ">")))
         for ac in anchors:
             cands.append(Selector((ac, c), (" ",)))
             for pc in parent_opts:
                 cands.append(Selector((ac, pc, c), (" ", ">")))
     cands.sort(key=lambda s: s.cost)
     return cands
+
+
+def _telling_compounds(page: Page, want: list[int], own: list[Compound]) -> list[Compound]:
+    """Compounds that tell the containers from look-alike siblings when their own names do not.
+
+    Records that all carry an id (their siblings, a "promoted" copy or a heading, none):
+    `dt[id]`; records that all have a child of one kind (a link to a function, where the
+    sibling items link to classes): `li:has(> a.function)`.
+    """
+    tags = {page.tags[n] for n in want}
+    tag = page.tags[want[0]] if len(tags) == 1 else ""
+    out = []
+    if all(page.attrs[n].get("id") for n in want):
+        out.append(Compound(tag=tag, attrs=(("id", None),), cost=2.6))
+    kids: list[Compound] = []
+    for k in page.children[want[0]][:6]:
+        for c in compounds(page, k, positional=False):
+            if (c.classes or c.attrs) and c not in kids and all(any(c.matches(page, j) for j in page.children[n])
+                                                                 for n in want[1:]):
+                kids.append(c)
+    for kid in kids[:4]:
+        for c in own[:2] + out[:1]:
+            out.append(Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, c.cost + 1.2,
+                                c.nth_from, kid))
+    return out
 
 
 def _common_compounds(page: Page, nodes: list[int]) -> list[Compound]:
