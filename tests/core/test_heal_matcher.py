@@ -183,3 +183,24 @@ def test_records_told_from_a_promoted_copy_by_their_ids():
     res = heal(bp, before, extract(before, bp).data, after)
     assert res.ok, res.reason
     assert [r["name"] for r in extract(after, res.blueprint).data] == ["Reading", "Station", "Gauge"]
+
+
+def test_of_two_lists_carrying_the_records_the_one_like_the_list_passed_over_is_passed_over():
+    """The last good page listed the classes in the content and again in an index; the blueprint read the
+    content. Now a sidebar lists them first: the sidebar is the index's counterpart, not the records."""
+    names = ("Reading", "Station")
+    before = _page("<article id='content'><dl>" + "".join(
+        f"<dt id='m.{n}'><code class='name'>class <span class='ident'>{n}</span> (a, b)</code></dt>"
+        f"<dd><p>About {n}.</p></dd>" for n in names) + "</dl></article>"
+        "<nav id='sidebar'><ul><li><h4><code>Classes</code></h4><ul>" + "".join(
+            f"<li><code><a href='#m.{n}'>{n}</a></code></li>" for n in names) + "</ul></li></ul></nav>")
+    after = _page("<nav class='pdoc'><div><ul class='memberlist'>" + "".join(
+        f"<li><a class='class' href='#{n}'>{n}</a></li>" for n in names) + "</ul></div></nav>"
+        "<main class='pdoc'>" + "".join(
+            f"<section id='{n}'><div class='attr class'><span class='def'>class</span> <span class='name'>{n}</span>"
+            f"</div><div class='docstring'><p>About {n}.</p></div></section>" for n in names) + "</main>")
+    bp = _bp({"name": ("code.name span.ident", "str")}, items="article#content dl > dt")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert res.changed["items"].startswith(("section", "main")), res.changed
+    assert [r["name"] for r in extract(after, res.blueprint).data] == ["Reading", "Station"]

@@ -27,6 +27,7 @@ from healerd.core.heal.listing_containers import (
     _containers_hold_records,
     _context_words,
     _find_containers,
+    _passed_over_context,
 )
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
@@ -67,7 +68,8 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         records = list(range(len(cur)))
         details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
     else:
-        found = _find_containers(after, old_raw, bp, _context_words(before, old_containers[0]))
+        found = _find_containers(after, old_raw, bp, _context_words(before, old_containers[0]),
+                                 _passed_over_context(before, old_containers, old_raw, bp))
         if (found is not None and not isinstance(found, str) and len(found[0]) < len(old_raw)
                 and cur and len(cur) == len(old_raw) and all(c is not None for c in cur)
                 and _containers_by_shape(bp, after, cur, depth_in_record, fps, old_kind) == cur):

@@ -56,7 +56,8 @@ def _containers_hold_records(after: Page, cur: list, old_raw: list, bp: Blueprin
     return total > 0 and hits >= 0.8 * total
 
 
-def _one_of_two_lists(after: Page, old_context: set[str], a: dict[int, int], b: dict[int, int]) -> dict[int, int] | str:
+def _one_of_two_lists(after: Page, old_context: set[str], a: dict[int, int], b: dict[int, int],
+                      passed_over: set[str] = frozenset()) -> dict[int, int] | str:
     """Two disjoint sets of nodes carry the same records (record -> node): which is the list?
 
     The one whose surroundings look clearly more like the old records' surroundings; else, when
@@ -68,6 +69,13 @@ def _one_of_two_lists(after: Page, old_context: set[str], a: dict[int, int], b: 
                       jaccard(old_context, _context_words(after, first_b)))
     if abs(like_a - like_b) >= CONTEXT_MARGIN:
         return a if like_a > like_b else b
+    if passed_over:
+        # the last good page had a second list carrying the values too (an index of the records),
+        # which the old items selector passed over: the one here looking like it is passed over
+        off_a, off_b = jaccard(passed_over, _context_words(after, first_a)), jaccard(passed_over, _context_words(after, first_b))
+        lean_a, lean_b = like_a - off_a, like_b - off_b
+        if abs(lean_a - lean_b) >= CONTEXT_MARGIN:
+            return a if lean_a > lean_b else b
     block_a = _lowest_common(after, list(a.values()))
     block_b = _lowest_common(after, list(b.values()))
     if (block_a >= 0 and block_b >= 0 and not after.contains(block_a, block_b) and not after.contains(block_b, block_a)
@@ -93,8 +101,35 @@ def _context_words(page: Page, i: int) -> set[str]:
     return out
 
 
-def _find_containers(after: Page, old_raw: list, bp: Blueprint,
-                     old_context: set[str] | None = None) -> tuple[list[int], list[int]] | str | None:
+def _passed_over_context(before: Page, old_containers: list[int], old_raw: list, bp: Blueprint) -> set[str]:
+    """Context words of the last good page's other place carrying the first record's values, or an empty set.
+
+    That place (an index or a sidebar listing the records) is the widest node around an old
+    value outside the old containers that holds no other record's value and no old container.
+    """
+    if len(old_raw) < 2:
+        return set()
+    for name, spec in bp.fields.items():
+        value = old_raw[0].get(name)
+        if not value or not _distinctive(old_raw, name)[0]:
+            continue
+        others = [r.get(name) for r in old_raw[1:4] if r.get(name)]
+        for h in before.exact(value, spec.attr)[:MAX_VALUE_HITS]:
+            if any(before.contains(c, h) or before.contains(h, c) for c in old_containers):
+                continue
+            a = h
+            while True:
+                p = before.parent[a]
+                if (p < 0 or any(before.contains(p, c) for c in old_containers)
+                        or any(before.exact(v, spec.attr, within=p) for v in others)):
+                    break
+                a = p
+            return _context_words(before, a)
+    return set()
+
+
+def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set[str] | None = None,
+                     passed_over: set[str] = frozenset()) -> tuple[list[int], list[int]] | str | None:
     """New record containers: the widest nodes that hold one record's values and no other record's.
 
     None when no set of containers carries the records; a one-line reason (str) when two sets
@@ -186,7 +221,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint,
     if other_list is None and len(twins.get(top_sig, {})) == len(chosen_by_rec):
         other_list = twins[top_sig]     # the same kind of node, twice per record
     if other_list is not None:
-        pick = _one_of_two_lists(after, old_context, chosen_by_rec, other_list)
+        pick = _one_of_two_lists(after, old_context, chosen_by_rec, other_list, passed_over)
         if isinstance(pick, str):
             return pick
         chosen_by_rec = pick
