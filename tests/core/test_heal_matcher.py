@@ -204,3 +204,20 @@ def test_of_two_lists_carrying_the_records_the_one_like_the_list_passed_over_is_
     assert res.ok, res.reason
     assert res.changed["items"].startswith(("section", "main")), res.changed
     assert [r["name"] for r in extract(after, res.blueprint).data] == ["Reading", "Station"]
+
+
+def test_a_value_found_once_where_the_other_fields_sit_as_before_is_placed_at_a_low_confidence():
+    """The module name left its <code> for a bare <h1>: unlike the old node, but the one place carrying it,
+    at the old distance from the summary found again. Placed, for a person to approve."""
+    from healerd.core.judge import LOW_CONFIDENCE
+    summary, detail = "Read and convert river gauge levels.", "It turns raw telemetry counts into stage heights."
+    before = _page(f"<main><article id='content'><header><h1 class='title'>Module <code>gaugelib</code></h1></header>"
+                   f"<section id='intro'><p>{summary}</p><p>{detail}</p></section></article></main>")
+    after = _page(f"<nav><a href='/'>Home</a></nav><main class='pdoc'><section class='module-info'>"
+                  f"<h1 class='modulename'>gaugelib</h1><div class='docstring'><p>{summary}</p><p>{detail}</p></div>"
+                  f"</section></main>")
+    bp = _bp({"module": ("h1.title code", "str"), "summary": ("#intro > p", "str"), "detail": ("#intro > p + p", "str")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data == {"module": "gaugelib", "summary": summary, "detail": detail}
+    assert res.confidence < LOW_CONFIDENCE

@@ -412,7 +412,10 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         ranked = sorted(((distance(c), -c.score, c.node, c) for c in cands), key=lambda t: t[:3])
         best_d, best = ranked[0][0], ranked[0][3]
         runner_d = ranked[1][0] if len(ranked) > 1 else None
-        if best.sim < MIN_SIM_EXACT and not best.label_match:
+        # unlike the old node, it is placed only when it is the one place carrying a distinctive value
+        # (value and record agree; a low confidence: a person approves it)
+        faint = best.sim < MIN_SIM_EXACT and not best.label_match
+        if faint and (runner_d is not None or is_weak(value) or best.sim < MIN_SIM_UNIQUE):
             continue
         if (is_weak(value) and best.sim < MIN_SIM_WEAK and fps[name].tag != "a"
                 and any(after.tags[m] == "a" for m in after.chain_members(best.node))):
@@ -425,9 +428,9 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
                 decisions[name] = (status, None, why)
                 details[name] = {**details.get(name, {}), "why": why, "proposal_node": best.node}
             continue
-        best.kind = "record"
+        best.kind = "moved" if faint else "record"
         why = (f"old value found in {len(cands)} place(s); the one where the other fields "
-               f"({', '.join(sorted(mine))}) sit as before (distance {best_d:.1f})")
+               f"({', '.join(sorted(mine))}) sit as before (distance {best_d:.1f}, likeness {best.sim:.2f})")
         decisions[name] = ("healed", best, why)
         details[name] = _detail("healed", best, None, why, after, spec)
 
