@@ -221,3 +221,28 @@ def test_a_value_found_once_where_the_other_fields_sit_as_before_is_placed_at_a_
     assert res.ok, res.reason
     assert extract(after, res.blueprint).data == {"module": "gaugelib", "summary": summary, "detail": detail}
     assert res.confidence < LOW_CONFIDENCE
+
+
+def _notebook(block_class: str, decoy: str) -> str:
+    titles = ["Reservoir levels", "Levels by reservoir", "Alerts", "Notes"]
+    return _page("<div id='notebook'>" + "".join(
+        f"<div class='cell text_cell'><div class='prompt'></div><div class='inner_cell'>{decoy if k == 0 else ''}"
+        f"<div class='{block_class}'><{'h1' if k == 0 else 'h2'} id='{t.replace(' ', '-')}'>{t}"
+        f"<a class='anchor-link' href='#{t.replace(' ', '-')}'>¶</a></{'h1' if k == 0 else 'h2'}>"
+        f"<p>Text of the section {t}.</p></div></div></div>" for k, t in enumerate(titles)) + "</div>")
+
+
+def test_a_decoy_inside_the_widest_node_around_a_record_is_left_out_by_the_block_around_its_values():
+    """A "promoted" copy sits in the first cell before the real block, whose classes were renamed: in the
+    cells the heading selector first meets the copy, so the records are the blocks around their values."""
+    before = _notebook("text_cell_render rendered_html", "")
+    decoy = ("<div class='text_cell_render rendered_html promoted'><h1>Sponsored Reservoir levels"
+             "<a class='anchor-link' href='promo-#Reservoir-levels'>Sponsored ¶</a></h1></div>")
+    after = _notebook("css-67y7m rendered_html", decoy)
+    bp = _bp({"heading": ("h1, h2", "str"), "anchor": ("a.anchor-link", "str")}, items="div.text_cell_render")
+    bp = bp.with_fields({**bp.fields, "anchor": FieldSpec("anchor", "a.anchor-link", "str", "href")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    got = extract(after, res.blueprint).data
+    assert [r["heading"] for r in got] == ["Reservoir levels¶", "Levels by reservoir¶", "Alerts¶", "Notes¶"]
+    assert got[0]["anchor"] == "#Reservoir-levels"

@@ -27,6 +27,7 @@ from healerd.core.heal.listing_containers import (
     _containers_hold_records,
     _context_words,
     _find_containers,
+    _lowest_common,
     _passed_over_context,
 )
 from healerd.core.heal.listing_fields import _field_in_containers
@@ -63,6 +64,7 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     details: dict[str, Any] = {}
     cur = [after.index_of(n) for n in after.tree.css(bp.items)]
     items_css = bp.items
+    by_values = False     # containers found by the old values (not the old items selector, not by shape)
     if _containers_hold_records(after, cur, old_raw, bp):
         containers = cur
         records = list(range(len(cur)))
@@ -81,6 +83,7 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
             return HealResult(False, None, f"cannot heal: items ({found})", {}, details=details)
         if found is not None:
             containers, records = found
+            by_values = True
             why = f"{len(containers)} containers carrying the old records' values"
             if _old_items_inside(after, cur, containers, records, old_raw, bp):
                 containers = cur
@@ -105,6 +108,46 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
                                   {}, details=details)
             details["items"] = {"status": "healed", "selector": items_css, "count": len(containers), "why": why}
 
+    res = _fields_stage(bp, before, old_containers, after, containers, records, old_raw, fps, old_kind, shared,
+                        items_css, details)
+    if res.ok or records is None or not by_values:
+        return res
+    # the widest node around each record may hold more than the record (a decoy placed before it
+    # in the same cell): the narrower block around each record's values, when fields fail there
+    narrow = _narrow_containers(after, containers, records, old_raw, bp)
+    css = (relaxed_selector(after, bp.items, narrow) or items_selector(after, narrow)) if narrow else None
+    if narrow is None or css is None:
+        return res
+    why = f"{len(narrow)} blocks around the old records' values, inside the widest nodes holding them"
+    again = _fields_stage(bp, before, old_containers, after, narrow, records, old_raw, fps, old_kind, shared, css,
+                          {"items": {"status": "healed", "selector": css, "count": len(narrow), "why": why}})
+    return again if again.ok else res
+
+
+def _narrow_containers(after: Page, containers: list[int], records: list[int], old_raw: list,
+                       bp: Blueprint) -> list[int] | None:
+    """The block around each record's values found again: the lowest node holding them all (its parent
+    when that node is one of the values), strictly inside each container; None when any is not."""
+    out = []
+    for c, r in zip(containers, records):
+        hits = sorted({h for name, spec in bp.fields.items() if old_raw[r].get(name)
+                       for h in after.exact(old_raw[r][name], spec.attr, within=c) if h != c})
+        if not hits:
+            return None
+        block = _lowest_common(after, hits)
+        if block in hits:
+            block = after.parent[block]
+        if block < 0 or block == c or not after.contains(c, block):
+            return None
+        out.append(block)
+    return out if len(set(out)) == len(out) else None
+
+
+def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after: Page, containers: list[int],
+                  records: list[int] | None, old_raw: list, fps: dict[str, Fingerprint], old_kind: _OldKinds,
+                  shared: dict[str, list[str]], items_css: str | None, details: dict[str, Any]) -> HealResult:
+    """Each field inside the containers, then collisions, optional fields and the verification."""
+    names = list(bp.fields)
     new_fields: dict[str, FieldSpec] = {}
     decisions: dict[str, tuple[str, str]] = {}
     for name, spec in bp.fields.items():
