@@ -52,8 +52,11 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         res = _heal_items(blueprint, before, after, old.raw, old_records)
     else:
         res = _heal_single(blueprint, before, after, old.raw, old_records)
+    got, res.extracted = res.extracted, None
     if res.ok and res.blueprint is not None:
-        hidden = placeholder_field(extract(after.tree, res.blueprint).raw, old.raw, list(blueprint.fields))
+        if got is None:
+            got = now.raw if res.blueprint is blueprint else extract(after.tree, res.blueprint).raw
+        hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden
             details = {**res.details, name: {**res.details.get(name, {}), "status": "gone", "why": why}}

@@ -194,7 +194,8 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
         return HealResult(False, None, "cannot heal: items (verification: wrong record count)", {}, details=details)
     summary = "; ".join(f"{k} -> {v}" for k, v in changed.items())
     conf = round(min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names]), 3)
-    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
+    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details,
+                      extracted=got.raw)
 
 
 def _old_items_inside(after: Page, cur: list, containers: list[int], records: list[int], old_raw: list,

@@ -32,6 +32,11 @@ WALL = re.compile(
     re.IGNORECASE)
 
 
+def _spread(seq: list[str], k: int) -> list[str]:
+    n = len(seq)
+    return list(seq) if n <= k else [seq[(j * (n - 1)) // (k - 1)] for j in range(k)]
+
+
 def _column(data: Any, name: str) -> list[str]:
     rows = data if isinstance(data, list) else [data]
     out = []
@@ -49,17 +54,20 @@ def placeholder_field(new: Any, old: Any, names: list[str]) -> tuple[str, str] |
         before = _column(old, name)
         if not before:
             continue
-        shape, n = Counter(value_shape(v) for v in before).most_common(1)[0]
-        shaped = shape in ("number", "url", "date") and n * 2 >= len(before)
+        shown = _spread(before, 200)   # the shape most old values had, from a spread of them
+        shape, n = Counter(value_shape(v) for v in shown).most_common(1)[0]
+        shaped = shape in ("number", "url", "date") and n * 2 >= len(shown)
         pattern = PLACEHOLDER if shaped else WALL
-        if any(pattern.match(v) for v in before):
+        distinct = set(before)
+        if any(pattern.match(v) for v in distinct):
             continue   # the site showed placeholders before: one now is nothing new
         what = f"a {shape}" if shaped else "a value"
-        now = _column(new, name)
+        now = [v for v in _column(new, name) if v not in distinct]   # an old value is no placeholder now
         for v in now:
             if pattern.match(v) and (not shaped or value_shape(v) != shape):
                 return name, f"it now reads a placeholder {v[:40]!r} where the last good page had {what}"
-        if now and not shaped and not any(PLACEHOLDER.match(v) for v in before) and all(PLACEHOLDER.match(v) for v in now):
+        if (now and not shaped and len(now) == len(_column(new, name)) and not any(PLACEHOLDER.match(v) for v in distinct)
+                and all(PLACEHOLDER.match(v) for v in now)):
             # a text field whose every value is now "N/A" or a dash: the values were not changed, they are gone
             return name, f"it now reads only placeholders ({now[0][:40]!r}) where the last good page had {what}"
     return None

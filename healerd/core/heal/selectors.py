@@ -294,12 +294,14 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
     """A selector whose matches in the document are exactly `containers`, in order.
 
     Tried first from names (classes, ids, attributes of the containers, their parent and an
-    ancestor); then with positions: the rows after a header row (`:nth-child(n+2)`) and an
+    ancestor); then from what tells them from look-alike siblings (`_telling_compounds`); then
+    with positions: the rows after a header row (`:nth-child(n+2)`) and an
     ancestor picked out by its place (`table:nth-of-type(1)`), for pages whose names say nothing.
     """
     want = list(containers)
-    for positional in (False, True):
-        for sel in _items_candidates(page, want, positional)[:MAX_TRIES]:
+    # names first, then what tells the containers from look-alike siblings, then positions
+    for positional, telling in ((False, False), (False, True), (True, False)):
+        for sel in _items_candidates(page, want, positional, telling)[:MAX_TRIES]:
             if all_matches(page, sel) != want:
                 continue
             css = sel.css()
@@ -308,10 +310,12 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
     return None
 
 
-def _items_candidates(page: Page, want: list[int], positional: bool) -> list[Selector]:
+def _items_candidates(page: Page, want: list[int], positional: bool, telling: bool = False) -> list[Selector]:
     own = _common_compounds(page, want)
-    if not positional:
-        own = sorted(own + _telling_compounds(page, want, own), key=lambda c: c.cost)
+    if telling:
+        own = sorted(_telling_compounds(page, want, own), key=lambda c: c.cost)
+        if not own:
+            return []
     parents = [page.parent[c] for c in want]
     if positional:
         # one parent and the containers are its element children from the k-th on

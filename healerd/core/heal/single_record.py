@@ -170,7 +170,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
             return _refusal([name], decisions, details, note="verification failed")
     conf = min(_confidence(decisions[n][1]) for n in changed)
     summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
-    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
+    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details,
+                      extracted=check)
 
 
 _EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "moved": 2, "shared": 2, "near": 1, "label": 0}
