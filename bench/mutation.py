@@ -48,7 +48,7 @@ TESTS = {
     "lifecycle": ["tests/test_lifecycle.py", "tests/test_ledger.py"],
     "sanitize": ["tests/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_sanitize*.py")),
     "budget": ["tests/test_breakers.py", "tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
-    "heal-refusal": ["tests/test_builtin_healer.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
+    "heal-refusal": ["tests/test_builtin_healer.py", "tests/core/test_heal_matcher.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
 }
 
 V, E, L, S = "healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py"
@@ -195,6 +195,14 @@ MUTANTS = [
     Mutant("heal-refusal", H, "    if not _holds_values(old_records, blueprint):", "    if False:",
            "records without values healed"),
     Mutant("heal-refusal", HS, "        if lost:\n", "        if False:\n", "no change claimed where the old selectors find nothing"),
+    Mutant("heal-refusal", HS, "    if old_key and new_key and old_key != new_key and before.exact(new_key, None):",
+           "    if False:", "single record: a neighbouring row slid into a removed row's place kept as changed in place"),
+    Mutant("heal-refusal", HLF, "                wrong += 1 if s else 0", "                wrong += 0",
+           "listing: a selector finding nothing where the record holds its value not counted as a miss"),
+    Mutant("heal-refusal", H, "        if hidden is not None:", "        if False:", "a placeholder read as the field's value"),
+    Mutant("heal-refusal", HS, "        if faint and (runner_d is not None or is_weak(value) or best.sim < MIN_SIM_UNIQUE):",
+           "        if faint and (is_weak(value) or best.sim < MIN_SIM_UNIQUE):",
+           "record: an unlike place taken when another place carries the value too"),
 ]
 
 

@@ -246,3 +246,19 @@ def test_a_decoy_inside_the_widest_node_around_a_record_is_left_out_by_the_block
     got = extract(after, res.blueprint).data
     assert [r["heading"] for r in got] == ["Reservoir levels¶", "Levels by reservoir¶", "Alerts¶", "Notes¶"]
     assert got[0]["anchor"] == "#Reservoir-levels"
+
+
+def test_an_unlike_place_is_not_taken_by_the_record_when_another_place_carries_the_value_too():
+    """As above, but the name is also in the footer: two unlike places carry it, so the record's distances
+    alone do not place it (the old rule: below the likeness floor, only a single place may be taken)."""
+    summary, detail = "Read and convert river gauge levels.", "It turns raw telemetry counts into stage heights."
+    before = _page(f"<main><article id='content'><header><h1 class='title'><code>gaugelib</code></h1></header>"
+                   f"<section id='intro'><p>{summary}</p><p>{detail}</p></section></article></main>")
+    after = _page(f"<main class='pdoc'><section class='module-info'><div class='hd'><span class='kind'>module</span>"
+                  f"<div class='modulename'>gaugelib</div></div><div class='docstring'><p>{summary}</p><p>{detail}</p>"
+                  f"</div></section></main><footer><div class='ft'><div><div><span class='by'>built from</span>"
+                  f"<span class='built'>gaugelib</span></div></div></div></footer>")
+    bp = _bp({"module": ("h1.title code", "str"), "summary": ("#intro > p", "str"), "detail": ("#intro > p + p", "str")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok, res.reason
+    assert "module" in res.reason
