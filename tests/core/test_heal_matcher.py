@@ -262,3 +262,34 @@ def test_an_unlike_place_is_not_taken_by_the_record_when_another_place_carries_t
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok, res.reason
     assert "module" in res.reason
+
+
+def test_a_value_merged_with_its_label_in_every_record_is_found_by_the_label_around_it():
+    """ "50 GB" became "Storage — 50 GB": the old value is under half of the new text, but the text around
+    it is one label, the same in every record, so it is the value with its label, not other data."""
+    plans = [("Starter", "50 GB"), ("Team", "500 GB"), ("Business", "2 TB"), ("Enterprise", "20 TB")]
+    before = _page("<table class='plans'>" + "".join(
+        f"<tr class='plan'><td class='name'>{n}</td><td class='storage'>{v}</td></tr>" for n, v in plans) + "</table>")
+    after = _page("<table class='plans'>" + "".join(
+        f"<tr class='plan'><td class='name'>{n}</td><td class='disk'>Storage — {v}</td></tr>" for n, v in plans)
+        + "</table>")
+    bp = _bp({"name": ("td.name", "str"), "storage": ("td.storage", "str")}, items="tr.plan")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert [r["storage"] for r in extract(after, res.blueprint).data] == [f"Storage — {v}" for _n, v in plans]
+
+
+def test_a_value_inside_longer_texts_that_differ_around_it_is_not_taken_for_the_value():
+    """The old values now sit inside sentences that differ from record to record: other data, not a label."""
+    plans = [("Starter", "50 GB", "for one person"), ("Team", "500 GB", "shared by ten"),
+             ("Business", "2 TB", "with audit logs"), ("Enterprise", "20 TB", "on your own servers")]
+    before = _page("<table class='plans'>" + "".join(
+        f"<tr class='plan'><td class='name'>{n}</td><td class='storage'>{v}</td></tr>" for n, v, _s in plans)
+        + "</table>")
+    after = _page("<table class='plans'>" + "".join(
+        f"<tr class='plan'><td class='name'>{n}</td><td class='disk'>Up to {v} {s}</td></tr>" for n, v, s in plans)
+        + "</table>")
+    bp = _bp({"name": ("td.name", "str"), "storage": ("td.storage", "str")}, items="tr.plan")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok
+    assert "storage" in res.reason

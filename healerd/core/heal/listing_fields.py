@@ -167,24 +167,18 @@ def _near_in_containers(after: Page, containers, wants, spec: FieldSpec, fp: Fin
     """Values edited a little (a word added): one selector giving near values in most containers.
 
     Looked for in a sample of the containers (near matching reads each container's subtree),
-    then the selector is checked on all of them.
+    then the selector is checked on all of them. A value may also have merged with its label
+    ("Storage — 50 GB" where "50 GB" was): a longer text is taken only when the text around the
+    old value is the same in every record (a label, not data).
     """
     if fp is None:
         return None
-    sample = _spread(list(range(len(containers))), SAMPLE)
-    tops: list[int | None] = []
-    for k in sample:
-        c, v = containers[k], wants[k]
-        near = after.near(v, spec.attr, within=c) if v else []
-        near = [(i, cl) for i, cl in near if i != c and cl >= 0.5]
-        if not near:
-            tops.append(None)
-            continue
-        best = max(near, key=lambda t: (t[1], similarity(fp, after, t[0]), -t[0]))
-        tops.append(best[0])
-    found = [(containers[k], t) for k, t in zip(sample, tops) if t is not None]
-    if len(found) < max(1, round(0.8 * len(sample))):
+    got = _near_tops(after, containers, wants, spec, fp, None)
+    if got is None:
+        got = _near_tops(after, containers, wants, spec, fp, "affix")
+    if got is None:
         return None
+    sample, found, affix = got
     c0, t0 = found[0]
     for sel in relative_selectors(after, c0, t0, avoid_attr=spec.attr)[:MAX_FIELD_SELECTORS]:
         css = sel.css()
@@ -198,10 +192,53 @@ def _near_in_containers(after: Page, containers, wants, spec: FieldSpec, fp: Fin
                 for c, v in zip(containers, wants):
                     node = lexbor_first_in(after, c, css)
                     text = after.value(node, spec.attr) if node is not None and node != c else None
-                    if v and text and near_closeness(v, text, spec.attr) >= 0.5:
+                    if v and text and (near_closeness(v, text, spec.attr) >= 0.5
+                                       or (affix is not None and _affix(v, text) == affix)):
                         near_all += 1
                 if near_all < max(1, round(0.8 * len(containers))):
                     return None
-            return "healed", css, "old values found nearly (edited text)", {"selector": css, "likeness": round(sim, 3),
-                                                                             "confidence": 0.6}
+            why = ("old values found nearly (edited text)" if affix is None
+                   else f"old values found with the same text around them in every record ({affix[0]!r} … {affix[1]!r})")
+            return "healed", css, why, {"selector": css, "likeness": round(sim, 3), "confidence": 0.6}
     return None
+
+
+def _affix(value: str, text: str) -> tuple[str, str] | None:
+    """The text before and after `value` inside `text` (it occurs there once), else None."""
+    k = text.find(value)
+    if k < 0 or text.find(value, k + 1) >= 0:
+        return None
+    return text[:k], text[k + len(value):]
+
+
+def _near_tops(after: Page, containers, wants, spec: FieldSpec, fp: Fingerprint, mode: str | None):
+    """(sample, [(container, node)], affix) when most sampled containers nearly carry their old value.
+
+    mode None: near texts at least half of which is the old value; "affix": any text holding the
+    old value once, when the text around it is one short label, the same in every record found.
+    """
+    sample = _spread(list(range(len(containers))), SAMPLE)
+    tops: list[int | None] = []
+    affixes: set = set()
+    for k in sample:
+        c, v = containers[k], wants[k]
+        near = after.near(v, spec.attr, within=c) if v else []
+        near = [(i, cl) for i, cl in near if i != c and (mode is not None or cl >= 0.5)]
+        if not near:
+            tops.append(None)
+            continue
+        best = max(near, key=lambda t: (t[1], similarity(fp, after, t[0]), -t[0]))
+        tops.append(best[0])
+        if mode is not None:
+            affixes.add(_affix(v, after.value(best[0], spec.attr) or ""))
+    found = [(containers[k], t) for k, t in zip(sample, tops) if t is not None]
+    if len(found) < max(1, round(0.8 * len(sample))):
+        return None
+    if mode is None:
+        return sample, found, None
+    if len(found) < 2 or len(affixes) != 1:
+        return None
+    affix = next(iter(affixes))
+    if affix is None or len(affix[0]) + len(affix[1]) > 40 or not any(ch.isalpha() for ch in affix[0] + affix[1]):
+        return None
+    return sample, found, affix
