@@ -293,3 +293,47 @@ def test_a_value_inside_longer_texts_that_differ_around_it_is_not_taken_for_the_
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok
     assert "storage" in res.reason
+
+
+def _products(promoted: bool) -> str:
+    items = [("Claw Hammer", "TL-1001", "14.99"), ("Garden Hose", "GD-2040", "32.50"), ("Chef Knife", "KT-3307", "59.00"),
+             ("Cordless Drill", "TL-1188", "129.95")]
+    rows = "".join(f"<tr class='row{1 + k % 2}'><th class='field-name'>{n}</th><td class='field-sku'>{s}</td>"
+                   f"<td class='field-price'>{p}</td></tr>" for k, (n, s, p) in enumerate(items))
+    if promoted:
+        n, s, p = items[0]
+        rows = (f"<tr class='row1 promoted'><th class='field-name'><span class='badge'>Sponsored</span>{n}</th>"
+                f"<td class='field-sku'>{s}</td><td class='field-price'>{p}</td></tr>") + rows
+    return _page(f"<table id='result_list'><thead><tr><th>Name</th><th>SKU</th><th>Price</th></tr></thead>"
+                 f"<tbody>{rows}</tbody></table>")
+
+
+def test_a_promoted_copy_of_a_row_is_left_out_of_the_records():
+    """A "promoted" copy of the first row, placed before it, makes the old items selector read five records:
+    the records are the rows built like the others, and the copy is left out by the class only it has."""
+    before = _products(False)
+    after = _products(True)
+    bp = _bp({"sku": ("td.field-sku", "str"), "price": ("td.field-price", "float")},
+             items="#result_list tr.row1, #result_list tr.row2")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert [r["sku"] for r in extract(after, res.blueprint).data] == ["TL-1001", "GD-2040", "KT-3307", "TL-1188"]
+    assert ":not(.promoted)" in res.changed["items"], res.changed
+
+
+def test_a_record_whose_values_changed_is_not_left_out_as_a_look_alike():
+    """The middle entry's values changed (and it is marked current): it is still a record, so no selector may
+    leave it out by its class (`:not(.current)`) just because its old values are not found."""
+    def toc(entries: list[tuple[str, str, str]]) -> str:
+        return _page("<nav><ul class='toc'>" + "".join(
+            f"<li class='{cls}'><a href='{h}'>{t}</a></li>" for t, h, cls in entries) + "</ul></nav>")
+    before = toc([("Installation", "install.html", "l1"), ("API reference", "api.html", "l1"),
+                  ("Changelog", "changelog.html", "l1")])
+    after = toc([("Installation", "install.html", "entry"), ("The API reference", "#", "entry current"),
+                 ("Changelog", "changelog.html", "entry")])
+    bp = _bp({"title": ("a", "str"), "href": ("a", "str")}, items="ul.toc li.l1")
+    bp = bp.with_fields({**bp.fields, "href": FieldSpec("href", "a", "str", "href")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    if res.ok:
+        assert len(extract(after, res.blueprint).data) == 3, res.changed
+    assert ":not(" not in str(res.changed)

@@ -101,7 +101,8 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
         if containers == cur:
             details["items"] = {"status": "kept", "why": why}
         else:
-            items_css = relaxed_selector(after, bp.items, containers) or items_selector(after, containers)
+            items_css = (relaxed_selector(after, bp.items, containers)
+                         or items_selector(after, containers, _copies_beside(after, containers, records, old_raw, bp)))
             if items_css is None:
                 details["items"] = {"status": "gone", "why": "no selector picks out exactly the record containers"}
                 return HealResult(False, None, "cannot heal: items (no selector picks out the record containers)",
@@ -122,6 +123,26 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     again = _fields_stage(bp, before, old_containers, after, narrow, records, old_raw, fps, old_kind, shared, css,
                           {"items": {"status": "healed", "selector": css, "count": len(narrow), "why": why}})
     return again if again.ok else res
+
+
+def _copies_beside(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
+                   bp: Blueprint) -> frozenset[int]:
+    """The containers' look-alike siblings that copy a record: most of the old values its container holds."""
+    if records is None:
+        return frozenset()
+    mine = set(containers)
+    held = []
+    for c, r in zip(containers, records):
+        vals = [(v, spec.attr) for name, spec in bp.fields.items() if (v := old_raw[r].get(name))]
+        held.append([(v, a) for v, a in vals if after.exact(v, a, within=c)])
+    out = set()
+    for p in {after.parent[c] for c in containers if after.parent[c] >= 0}:
+        for k in after.children[p]:
+            if k in mine or after.tags[k] not in {after.tags[c] for c in containers}:
+                continue
+            if any(len(h) >= 2 and sum(1 for v, a in h if after.exact(v, a, within=k)) * 2 > len(h) for h in held[:50]):
+                out.add(k)
+    return frozenset(out)
 
 
 def _narrow_containers(after: Page, containers: list[int], records: list[int], old_raw: list,

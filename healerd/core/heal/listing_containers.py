@@ -85,6 +85,20 @@ def _one_of_two_lists(after: Page, old_context: set[str], a: dict[int, int], b: 
             f"{describe(after, first_a)} and {describe(after, first_b)}")
 
 
+def _like_the_others(after: Page, chosen: dict[int, int], twins: dict[int, int]) -> dict[int, int]:
+    """Some records are carried by two nodes of one kind (a "promoted" copy of a row placed before it):
+    the one built like the other records' containers (classes, children's tags), else the first."""
+    def build(a: int) -> tuple:
+        return tuple(sorted(after.classes(a))), tuple(after.tags[k] for k in after.children[a])
+    out = dict(chosen)
+    for r, twin in twins.items():
+        others = [build(a) for q, a in chosen.items() if q != r and q not in twins]
+        mine, theirs = sum(b == build(chosen[r]) for b in others), sum(b == build(twin) for b in others)
+        if theirs > mine:
+            out[r] = twin
+    return out
+
+
 def _lowest_common(page: Page, nodes: list[int]) -> int:
     """The deepest node holding all of `nodes` (one of them when they are one)."""
     anc = nodes[0]
@@ -225,6 +239,8 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
         if isinstance(pick, str):
             return pick
         chosen_by_rec = pick
+    elif twins.get(top_sig):
+        chosen_by_rec = _like_the_others(after, chosen_by_rec, twins[top_sig])
     # enough of the records must be found: most of those with evidence, half of all
     if len(chosen_by_rec) < max(2, (n_rec + 1) // 2) or len(chosen_by_rec) < 0.8 * len(per_record):
         return None

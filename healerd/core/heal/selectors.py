@@ -47,6 +47,7 @@ class Compound:
     cost: float = 1.0
     nth_from: int = 0        # :nth-child(n+K): every element child from the K-th on (rows after a header)
     has: Compound | None = None   # :has(> child): an element child matching it (records told from siblings)
+    not_class: str = ""           # :not(.name): a class only look-alike siblings carry ("promoted")
 
     def css(self) -> str:
         out = self.tag
@@ -64,6 +65,8 @@ class Compound:
             out += f":nth-child(n+{self.nth_from})"
         if self.has is not None:
             out += f":has(> {self.has.css()})"
+        if self.not_class:
+            out += f":not(.{self.not_class})"
         return out or "*"
 
     def matches(self, page: Page, i: int) -> bool:
@@ -88,6 +91,8 @@ class Compound:
                 return False
             if self.nth_of_type and kt != self.nth_of_type:
                 return False
+        if self.not_class and self.not_class in (a.get("class") or "").split():
+            return False
         if self.has is not None:
             has = self.has
             return any(has.matches(page, k) for k in page.children[i])
@@ -221,7 +226,8 @@ def candidate_selectors(page: Page, target: int, stop: int = -1, avoid_attr: str
 
 
 def _with_cost(c: Compound, cost: float) -> Compound:
-    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from, c.has)
+    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from, c.has,
+                    c.not_class)
 
 
 @lru_cache(maxsize=4096)
@@ -290,7 +296,7 @@ def single_selector(page: Page, target: int, avoid_attr: str | None = None, pref
     return None
 
 
-def items_selector(page: Page, containers: list[int]) -> str | None:
+def items_selector(page: Page, containers: list[int], decoys: frozenset[int] = frozenset()) -> str | None:
     """A selector whose matches in the document are exactly `containers`, in order.
 
     Tried first from names (classes, ids, attributes of the containers, their parent and an
@@ -301,7 +307,7 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
     want = list(containers)
     # names first, then what tells the containers from look-alike siblings, then positions
     for positional, telling in ((False, False), (False, True), (True, False)):
-        for sel in _items_candidates(page, want, positional, telling)[:MAX_TRIES]:
+        for sel in _items_candidates(page, want, positional, telling, decoys)[:MAX_TRIES]:
             if all_matches(page, sel) != want:
                 continue
             css = sel.css()
@@ -310,10 +316,11 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
     return None
 
 
-def _items_candidates(page: Page, want: list[int], positional: bool, telling: bool = False) -> list[Selector]:
+def _items_candidates(page: Page, want: list[int], positional: bool, telling: bool = False,
+                      decoys: frozenset[int] = frozenset()) -> list[Selector]:
     own = _common_compounds(page, want)
     if telling:
-        own = sorted(_telling_compounds(page, want, own), key=lambda c: c.cost)
+        own = sorted(_telling_compounds(page, want, own, decoys), key=lambda c: c.cost)
         if not own:
             return []
     parents = [page.parent[c] for c in want]
@@ -356,12 +363,13 @@ def _items_candidates(page: Page, want: list[int], positional: bool, telling: bo
     return cands
 
 
-def _telling_compounds(page: Page, want: list[int], own: list[Compound]) -> list[Compound]:
+def _telling_compounds(page: Page, want: list[int], own: list[Compound], decoys: frozenset[int] = frozenset()) -> list[Compound]:
     """Compounds that tell the containers from look-alike siblings when their own names do not.
 
     Records that all carry an id (their siblings, a "promoted" copy or a heading, none):
     `dt[id]`; records that all have a child of one kind (a link to a function, where the
-    sibling items link to classes): `li:has(> a.function)`.
+    sibling items link to classes): `li:has(> a.function)`; look-alike siblings carrying a
+    class no record has (a "promoted" copy of a row, one of `decoys`): `tr:not(.promoted)`.
     """
     tags = {page.tags[n] for n in want}
     tag = page.tags[want[0]] if len(tags) == 1 else ""
@@ -378,6 +386,17 @@ def _telling_compounds(page: Page, want: list[int], own: list[Compound]) -> list
         for c in own[:2] + out[:1]:
             out.append(Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, c.cost + 1.2,
                                 c.nth_from, kid))
+    # a class that the decoys among the containers' siblings (copies of a record: `decoys`, from the
+    # caller) carry and no container does: `tr:not(.promoted)`
+    theirs: set[str] = set()
+    for k in decoys:
+        if page.tags[k] in tags:
+            theirs.update(c for c in page.classes(k) if safe_ident(c))
+    theirs -= {c for n in want for c in page.classes(n)}
+    for name in sorted(theirs)[:3]:
+        for c in own[:2]:
+            out.append(Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, c.cost + 1.4,
+                                c.nth_from, None, name))
     return out
 
 
