@@ -48,13 +48,15 @@ TESTS = {
     "lifecycle": ["tests/test_lifecycle.py", "tests/test_ledger.py"],
     "sanitize": ["tests/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_sanitize*.py")),
     "budget": ["tests/test_breakers.py", "tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
-    "heal-refusal": ["tests/test_builtin_healer.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
+    "heal-refusal": ["tests/test_builtin_healer.py", "tests/core/test_heal_matcher.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
 }
 
 V, E, L, S = "healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py"
 B, LH, LF = "healerd/core/breakers.py", "healerd/store/health_writes.py", "healerd/store/fix_writes.py"
 H, HE, HS, HL = ("healerd/core/heal/builtin.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
                  "healerd/core/heal/listing.py")
+HSC, HLC, HLF, HLK = ("healerd/core/heal/single_candidates.py", "healerd/core/heal/listing_containers.py",
+                      "healerd/core/heal/listing_fields.py", "healerd/core/heal/listing_kinds.py")
 F = "healerd/store/fixes.py"
 
 MUTANTS = [
@@ -159,7 +161,7 @@ MUTANTS = [
            "exact value accepted below the structural floor"),
     Mutant("heal-refusal", HS, "        if check.get(name) != after.value(cand.node, bp.fields[name].attr):", "        if False:",
            "single record: verification skipped"),
-    Mutant("heal-refusal", HS, "        if twin <= c.sim + TWIN_MARGIN:", "        if True:",
+    Mutant("heal-refusal", HSC, "        if twin <= c.sim + TWIN_MARGIN:", "        if True:",
            "look-alikes of the last good page's distractors kept"),
     Mutant("heal-refusal", HS, "            if na is None or na != nb:\n                continue", "            if True:\n                continue",
            "single record: two fields may take one node"),
@@ -171,17 +173,17 @@ MUTANTS = [
     Mutant("heal-refusal", HE, "    return len(value) < 4 or", "    return len(value) < 1 or", "short values are not weak evidence"),
     Mutant("heal-refusal", HE, 'or (shape in ("number", "money") and len(value) < 8)', "or False",
            "short numbers are not weak evidence"),
-    Mutant("heal-refusal", HL, "    return [bool(v) and len(v) >= 2 and counts[v] == 1 for v in vals]",
+    Mutant("heal-refusal", HLC, "    return [bool(v) and len(v) >= 2 and counts[v] == 1 for v in vals]",
            "    return [bool(v) for v in vals]", "listing: repeated values count as distinctive"),
     Mutant("heal-refusal", HL, "            if same * 2 < max(1, len(sample)):", "            if False:",
            "listing: colliding fields not refused"),
-    Mutant("heal-refusal", HL, "    if runner is not None and best.score - runner.score < MARGIN:\n        return \"ambiguous\"",
+    Mutant("heal-refusal", HLK, "    if runner is not None and best.score - runner.score < MARGIN:\n        return \"ambiguous\"",
            "    if False:\n        return \"ambiguous\"", "listing: two selectors within the margin not refused"),
-    Mutant("heal-refusal", HL, "        if not nested and best_score - score < MARGIN:", "        if False:",
+    Mutant("heal-refusal", HLC, "        if not nested and best_score - score < MARGIN:", "        if False:",
            "listing: two lists within the margin not refused"),
-    Mutant("heal-refusal", HL, "    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):", "    if False:",
+    Mutant("heal-refusal", HLF, "    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):", "    if False:",
            "listing: short values in unlike places accepted"),
-    Mutant("heal-refusal", HL, "    if abs(like_a - like_b) >= CONTEXT_MARGIN:", "    if abs(like_a - like_b) >= 0:",
+    Mutant("heal-refusal", HLC, "    if abs(like_a - like_b) >= CONTEXT_MARGIN:", "    if abs(like_a - like_b) >= 0:",
            "listing: a copied block chosen on any difference in surroundings"),
     Mutant("heal-refusal", H, "        if torn:\n", "        if False:\n", "a selector now torn between copies taken as unchanged"),
     Mutant("heal-refusal", HS, "vouched = best.label_match and (not weak or fp.label_kind in STRONG_LABEL_KINDS)",
@@ -193,6 +195,14 @@ MUTANTS = [
     Mutant("heal-refusal", H, "    if not _holds_values(old_records, blueprint):", "    if False:",
            "records without values healed"),
     Mutant("heal-refusal", HS, "        if lost:\n", "        if False:\n", "no change claimed where the old selectors find nothing"),
+    Mutant("heal-refusal", HS, "    if old_key and new_key and old_key != new_key and before.exact(new_key, None):",
+           "    if False:", "single record: a neighbouring row slid into a removed row's place kept as changed in place"),
+    Mutant("heal-refusal", HLF, "                wrong += 1 if s else 0", "                wrong += 0",
+           "listing: a selector finding nothing where the record holds its value not counted as a miss"),
+    Mutant("heal-refusal", H, "        if hidden is not None:", "        if False:", "a placeholder read as the field's value"),
+    Mutant("heal-refusal", HS, "        if faint and (runner_d is not None or is_weak(value) or best.sim < MIN_SIM_UNIQUE):",
+           "        if faint and (is_weak(value) or best.sim < MIN_SIM_UNIQUE):",
+           "record: an unlike place taken when another place carries the value too"),
 ]
 
 

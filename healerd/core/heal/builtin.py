@@ -23,6 +23,7 @@ from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.listing import (
     _heal_items,
 )
+from healerd.core.heal.placeholder import placeholder_field
 from healerd.core.heal.single_record import (
     _heal_single,
 )
@@ -48,8 +49,19 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
             return HealResult(False, None, f"cannot heal: {torn}", {})
         return HealResult(True, blueprint, "the blueprint still works: nothing to heal", {}, unchanged=True, confidence=1.0)
     if blueprint.items:
-        return _heal_items(blueprint, before, after, old.raw, old_records)
-    return _heal_single(blueprint, before, after, old.raw, old_records)
+        res = _heal_items(blueprint, before, after, old.raw, old_records)
+    else:
+        res = _heal_single(blueprint, before, after, old.raw, old_records)
+    got, res.extracted = res.extracted, None
+    if res.ok and res.blueprint is not None:
+        if got is None:
+            got = now.raw if res.blueprint is blueprint else extract(after.tree, res.blueprint).raw
+        hidden = placeholder_field(got, old.raw, list(blueprint.fields))
+        if hidden is not None:
+            name, why = hidden
+            details = {**res.details, name: {**res.details.get(name, {}), "status": "gone", "why": why}}
+            return HealResult(False, None, f"cannot heal: {name} ({why})", {}, details=details)
+    return res
 
 
 def _newly_torn(bp: Blueprint, before: Page, after: Page) -> str | None:

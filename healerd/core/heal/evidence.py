@@ -7,6 +7,7 @@ The thresholds are explicit so they can be reasoned about and tuned in one place
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.heal.fingerprint import Page, text_shape
@@ -47,6 +48,9 @@ class HealResult:
     # little evidence) and each had a likeliest place, the blueprint reading those places, checked
     # on the page. Never when a field's data is gone. For a person to approve, never to promote.
     candidate: Blueprint | None = None
+    # The repaired blueprint's raw extraction on the current page, when the healer made one to verify
+    # it (so the last checks need not extract again); `heal` drops it before returning.
+    extracted: Any = field(default=None, repr=False, compare=False)
 
 
 def copies(page: Page, a: int, b: int, value: str) -> bool:

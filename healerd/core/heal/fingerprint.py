@@ -100,14 +100,16 @@ class Page:
         self.children: list[list[int]] = [[] for _ in range(n)]
         self.tags = [node.tag or "" for node in self.nodes]
         self.attrs = [dict(node.attributes) for node in self.nodes]
-        self.texts = [collapse(node.text(deep=True, separator="")) for node in self.nodes]
+        # collapse() inlined: a big page has tens of thousands of elements, and the call costs as much
+        self.texts = [" ".join(t.split()) if t else "" for t in (node.text(deep=True, separator="") for node in self.nodes)]
+        pos, parent, depth, children = self.pos, self.parent, self.depth, self.children
         for i, node in enumerate(self.nodes):
             par = node.parent
-            p = self.pos.get(par.mem_id, -1) if par is not None else -1
-            self.parent[i] = p
+            p = pos.get(par.mem_id, -1) if par is not None else -1
+            parent[i] = p
             if p >= 0:
-                self.depth[i] = self.depth[p] + 1
-                self.children[p].append(i)
+                depth[i] = depth[p] + 1
+                children[p].append(i)
         self.end = self._subtree_ends()
         self.text_index: dict[str, list[int]] = {}
         for i, t in enumerate(self.texts):
@@ -117,10 +119,13 @@ class Page:
         self._labels: dict[int, str] = {}
         self.by_tag: dict[str, list[int]] = {}
         self.by_class: dict[str, list[int]] = {}
-        for i, tag in enumerate(self.tags):
-            self.by_tag.setdefault(tag, []).append(i)
-            for c in set(self.classes(i)):
-                self.by_class.setdefault(c, []).append(i)
+        by_tag, by_class = self.by_tag, self.by_class
+        for i, (tag, a) in enumerate(zip(self.tags, self.attrs)):
+            by_tag.setdefault(tag, []).append(i)
+            cls = a.get("class")
+            if cls:
+                for c in set(cls.split()):
+                    by_class.setdefault(c, []).append(i)
 
     def _subtree_ends(self) -> list[int]:
         """end[i]: one past the last element index inside i's subtree."""

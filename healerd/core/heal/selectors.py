@@ -46,6 +46,8 @@ class Compound:
     nth_of_type: int = 0
     cost: float = 1.0
     nth_from: int = 0        # :nth-child(n+K): every element child from the K-th on (rows after a header)
+    has: Compound | None = None   # :has(> child): an element child matching it (records told from siblings)
+    not_class: str = ""           # :not(.name): a class only look-alike siblings carry ("promoted")
 
     def css(self) -> str:
         out = self.tag
@@ -61,6 +63,10 @@ class Compound:
             out += f":nth-of-type({self.nth_of_type})"
         if self.nth_from:
             out += f":nth-child(n+{self.nth_from})"
+        if self.has is not None:
+            out += f":has(> {self.has.css()})"
+        if self.not_class:
+            out += f":not(.{self.not_class})"
         return out or "*"
 
     def matches(self, page: Page, i: int) -> bool:
@@ -85,6 +91,11 @@ class Compound:
                 return False
             if self.nth_of_type and kt != self.nth_of_type:
                 return False
+        if self.not_class and self.not_class in (a.get("class") or "").split():
+            return False
+        if self.has is not None:
+            has = self.has
+            return any(has.matches(page, k) for k in page.children[i])
         return True
 
 
@@ -135,6 +146,9 @@ def compounds(page: Page, i: int, avoid_attr: str | None = None, positional: boo
     node_id = a.get("id") or ""
     if node_id and safe_ident(node_id) and avoid_attr != "id":
         out.append(Compound(tag=tag, node_id=node_id, cost=1.0))
+    elif node_id and avoid_attr != "id" and not re.search(r"\d{5,}", node_id) and _quote(node_id):
+        # an id that is no bare identifier (`Reading.exceeds`, `section:intro`): as an attribute
+        out.append(Compound(tag=tag, attrs=(("id", node_id),), cost=1.2))
     for name in _SEMANTIC_ATTRS:
         value = a.get(name)
         if name != avoid_attr and value and _quote(value):
@@ -212,7 +226,8 @@ def candidate_selectors(page: Page, target: int, stop: int = -1, avoid_attr: str
 
 
 def _with_cost(c: Compound, cost: float) -> Compound:
-    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from)
+    return Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, cost, c.nth_from, c.has,
+                    c.not_class)
 
 
 @lru_cache(maxsize=4096)
@@ -281,16 +296,18 @@ def single_selector(page: Page, target: int, avoid_attr: str | None = None, pref
     return None
 
 
-def items_selector(page: Page, containers: list[int]) -> str | None:
+def items_selector(page: Page, containers: list[int], decoys: frozenset[int] = frozenset()) -> str | None:
     """A selector whose matches in the document are exactly `containers`, in order.
 
     Tried first from names (classes, ids, attributes of the containers, their parent and an
-    ancestor); then with positions: the rows after a header row (`:nth-child(n+2)`) and an
+    ancestor); then from what tells them from look-alike siblings (`_telling_compounds`); then
+    with positions: the rows after a header row (`:nth-child(n+2)`) and an
     ancestor picked out by its place (`table:nth-of-type(1)`), for pages whose names say nothing.
     """
     want = list(containers)
-    for positional in (False, True):
-        for sel in _items_candidates(page, want, positional)[:MAX_TRIES]:
+    # names first, then what tells the containers from look-alike siblings, then positions
+    for positional, telling in ((False, False), (False, True), (True, False)):
+        for sel in _items_candidates(page, want, positional, telling, decoys)[:MAX_TRIES]:
             if all_matches(page, sel) != want:
                 continue
             css = sel.css()
@@ -299,8 +316,13 @@ def items_selector(page: Page, containers: list[int]) -> str | None:
     return None
 
 
-def _items_candidates(page: Page, want: list[int], positional: bool) -> list[Selector]:
+def _items_candidates(page: Page, want: list[int], positional: bool, telling: bool = False,
+                      decoys: frozenset[int] = frozenset()) -> list[Selector]:
     own = _common_compounds(page, want)
+    if telling:
+        own = sorted(_telling_compounds(page, want, own, decoys), key=lambda c: c.cost)
+        if not own:
+            return []
     parents = [page.parent[c] for c in want]
     if positional:
         # one parent and the containers are its element children from the k-th on
@@ -324,16 +346,58 @@ def _items_candidates(page: Page, want: list[int], positional: bool) -> list[Sel
             anchors.append(_with_cost(ac, ac.cost + 0.3 * level))
         anc = page.parent[anc]
         level += 1
+    # the list's own parent, for a list with lists of the same kind nested in it (`div > ul > li`)
+    grand = [page.parent[p] for p in parents] if parent_opts else []
+    grand_opts = _common_compounds(page, grand)[:4] if grand and all(g >= 0 for g in grand) else []
     cands: list[Selector] = [Selector((c,)) for c in own]
     for c in own[:6]:
         for pc in parent_opts:
             cands.append(Selector((pc, c), (">",)))
+            for gc in grand_opts:
+                cands.append(Selector((_with_cost(gc, gc.cost + 0.5), pc, c), (">", ">")))
         for ac in anchors:
             cands.append(Selector((ac, c), (" ",)))
             for pc in parent_opts:
                 cands.append(Selector((ac, pc, c), (" ", ">")))
     cands.sort(key=lambda s: s.cost)
     return cands
+
+
+def _telling_compounds(page: Page, want: list[int], own: list[Compound], decoys: frozenset[int] = frozenset()) -> list[Compound]:
+    """Compounds that tell the containers from look-alike siblings when their own names do not.
+
+    Records that all carry an id (their siblings, a "promoted" copy or a heading, none):
+    `dt[id]`; records that all have a child of one kind (a link to a function, where the
+    sibling items link to classes): `li:has(> a.function)`; look-alike siblings carrying a
+    class no record has (a "promoted" copy of a row, one of `decoys`): `tr:not(.promoted)`.
+    """
+    tags = {page.tags[n] for n in want}
+    tag = page.tags[want[0]] if len(tags) == 1 else ""
+    out = []
+    if all(page.attrs[n].get("id") for n in want):
+        out.append(Compound(tag=tag, attrs=(("id", None),), cost=2.6))
+    kids: list[Compound] = []
+    for k in page.children[want[0]][:6]:
+        for c in compounds(page, k, positional=False):
+            if (c.classes or c.attrs) and c not in kids and all(any(c.matches(page, j) for j in page.children[n])
+                                                                 for n in want[1:]):
+                kids.append(c)
+    for kid in kids[:4]:
+        for c in own[:2] + out[:1]:
+            out.append(Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, c.cost + 1.2,
+                                c.nth_from, kid))
+    # a class that the decoys among the containers' siblings (copies of a record: `decoys`, from the
+    # caller) carry and no container does: `tr:not(.promoted)`
+    theirs: set[str] = set()
+    for k in decoys:
+        if page.tags[k] in tags:
+            theirs.update(c for c in page.classes(k) if safe_ident(c))
+    theirs -= {c for n in want for c in page.classes(n)}
+    for name in sorted(theirs)[:3]:
+        for c in own[:2]:
+            out.append(Compound(c.tag, c.node_id, c.classes, c.attrs, c.nth_child, c.nth_of_type, c.cost + 1.4,
+                                c.nth_from, None, name))
+    return out
 
 
 def _common_compounds(page: Page, nodes: list[int]) -> list[Compound]:

@@ -9,7 +9,7 @@ refused with one line naming what was ambiguous.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
@@ -17,7 +17,6 @@ from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
     MARGIN,
-    MAX_VALUE_HITS,
     MIN_NEAR_CLOSENESS,
     MIN_SIM_EXACT,
     MIN_SIM_IN_PLACE,
@@ -31,32 +30,29 @@ from healerd.core.heal.evidence import (
     RECORD_MAX_DISTANCE,
     RECORD_MAX_DISTANCE_SOLE,
     STRONG_LABEL_KINDS,
-    TWIN_MARGIN,
     HealResult,
-    copies,
     describe,
     is_weak,
     value_kind,
 )
 from healerd.core.heal.fingerprint import (
+    LABEL_MAX,
     Fingerprint,
     Page,
     fingerprint,
-    norm_label,
     similarity,
     text_shape,
 )
 from healerd.core.heal.selectors import relaxed_first, single_selector
-
-
-@dataclass
-class Candidate:
-    node: int
-    score: float          # combined: value evidence + label + structure
-    sim: float            # structural likeness 0..1
-    label_match: bool
-    kind: str             # exact | near | label | current | shared
-    closeness: float = 1.0
+from healerd.core.heal.single_candidates import (
+    Candidate,
+    _distractors,
+    _exact_candidates,
+    _label_candidates,
+    _near_candidates,
+    _without_copies,
+    _without_distractor_twins,
+)
 
 
 def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_records: dict) -> HealResult:
@@ -98,8 +94,11 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                           for after_attr in [bp.fields[p].attr]}
         distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
         others = {v for m, v in old_raw.items() if m != name and v}
-        status, cand, why, runner = _locate(fps[name], old_value, spec, after, cur, partner_values, distractors, others,
-                                            before)
+        slid = _slid_into_place(before, old_nodes[name], after, cur)
+        status, cand, why, runner = _locate(fps[name], old_value, spec, after, None if slid else cur, partner_values,
+                                            distractors, others, before)
+        if slid and status == "gone":
+            why = f"{why}; the old selector's node now sits beside {_short(slid)}, another row of the last good page"
         decisions[name] = (status, cand, why)
         details[name] = _detail(status, cand, runner, why, after, spec)
 
@@ -171,7 +170,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
             return _refusal([name], decisions, details, note="verification failed")
     conf = min(_confidence(decisions[n][1]) for n in changed)
     summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
-    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details)
+    return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details,
+                      extracted=check)
 
 
 _EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "moved": 2, "shared": 2, "near": 1, "label": 0}
@@ -288,6 +288,37 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
     return "gone", None, "the old value is nowhere on the page", None
 
 
+def _key_beside(page: Page, i: int | None) -> str:
+    """The short text just before node i (or before its parent when i comes first in it): a row's key."""
+    if i is None:
+        return ""
+    cur = i
+    for _level in range(2):
+        p = page.parent[cur]
+        if p < 0:
+            return ""
+        sibs = page.children[p]
+        k = sibs.index(cur)
+        if k > 0:
+            t = page.texts[sibs[k - 1]]
+            return t if t and len(t) <= LABEL_MAX and t != page.texts[i] and any(ch.isalpha() for ch in t) else ""
+        cur = p
+    return ""
+
+
+def _slid_into_place(before: Page, old_node: int | None, after: Page, cur: int | None) -> str:
+    """The key now beside the old selector's node, when another row slid into the field's place, else "".
+
+    The old node sat beside one key ("Build"); the node the old selector finds now sits beside
+    another ("Packages") that the last good page showed too: the field's row was removed and the
+    next row took its place, so the node's value is not the field's value changed in place.
+    """
+    old_key, new_key = _key_beside(before, old_node), _key_beside(after, cur)
+    if old_key and new_key and old_key != new_key and before.exact(new_key, None):
+        return new_key
+    return ""
+
+
 def _short(value: str | None, n: int = 40) -> str:
     v = value or ""
     return repr(v if len(v) <= n else v[:n - 1] + "…")
@@ -318,60 +349,6 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
     if text_shape(value) != fp.shape:
         sim += 0.1   # same kind of value (a name that grew a word): the shape part of likeness holds
     return sim if sim >= MIN_SIM_IN_PLACE else None
-
-
-def _distractors(before: Page, old_node: int | None, value: str | None, attr: str | None) -> list[Fingerprint]:
-    """Fingerprints of the other nodes of the last good page that carried the field's value (and were not chosen)."""
-    if old_node is None or not value:
-        return []
-    chain = set(before.chain_members(old_node)) if not attr else {old_node}
-    out = []
-    for i in before.exact(value, attr)[:MAX_VALUE_HITS * 3]:
-        if i in chain or (not attr and (before.contains(i, old_node) or before.contains(old_node, i))):
-            continue
-        out.append(fingerprint(before, i, value))
-    return out
-
-
-def _without_distractor_twins(fp: Fingerprint, distractors: list[Fingerprint], after: Page, attr: str | None,
-                              cands: list[Candidate]) -> list[Candidate]:
-    """Drop candidates that look more like a node the old selector did *not* pick than like the one it did.
-
-    The last good page already had those look-alikes (a navigation link with the same href, the
-    <link rel=prev> in the head) and the blueprint passed them over; their counterparts on the
-    current page are passed over too. When every candidate is such a twin, none is dropped.
-    """
-    if not distractors or len(cands) < 2:
-        return cands
-    kept = []
-    for c in cands:
-        v = after.value(c.node, None) if attr else None
-        twin = max(similarity(d, after, c.node, v) for d in distractors)
-        if twin <= c.sim + TWIN_MARGIN:
-            kept.append(c)
-    return kept or cands
-
-
-def _without_copies(after: Page, cands: list[Candidate], value: str) -> list[Candidate]:
-    """Fold candidates that sit in copies of one block (a layout rendered twice: mobile and desktop).
-
-    Two candidates are copies when the same path of tags and classes leads up to two disjoint
-    ancestors (the highest such pair, or the nodes themselves) whose whole texts are equal and
-    say more than the value: the same content twice,
-    not two fields that happen to hold the same value now. The first in document order stands
-    for the copies (it is the one a selector's first match gives).
-    """
-    if len(cands) < 2:
-        return cands
-    out: list[Candidate] = []
-    for c in sorted(cands, key=lambda c: c.node):
-        if not any(copies(after, k.node, c.node, value) for k in out):
-            out.append(c)
-        else:
-            k = next(k for k in out if copies(after, k.node, c.node, value))
-            k.score = max(k.score, c.score)
-    out.sort(key=lambda c: (-c.score, c.node))
-    return out
 
 
 def _relation(page: Page, x: int, y: int) -> tuple[int, int] | None:
@@ -436,7 +413,10 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         ranked = sorted(((distance(c), -c.score, c.node, c) for c in cands), key=lambda t: t[:3])
         best_d, best = ranked[0][0], ranked[0][3]
         runner_d = ranked[1][0] if len(ranked) > 1 else None
-        if best.sim < MIN_SIM_EXACT and not best.label_match:
+        # unlike the old node, it is placed only when it is the one place carrying a distinctive value
+        # (value and record agree; a low confidence: a person approves it)
+        faint = best.sim < MIN_SIM_EXACT and not best.label_match
+        if faint and (runner_d is not None or is_weak(value) or best.sim < MIN_SIM_UNIQUE):
             continue
         if (is_weak(value) and best.sim < MIN_SIM_WEAK and fps[name].tag != "a"
                 and any(after.tags[m] == "a" for m in after.chain_members(best.node))):
@@ -449,100 +429,11 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
                 decisions[name] = (status, None, why)
                 details[name] = {**details.get(name, {}), "why": why, "proposal_node": best.node}
             continue
-        best.kind = "record"
+        best.kind = "moved" if faint else "record"
         why = (f"old value found in {len(cands)} place(s); the one where the other fields "
-               f"({', '.join(sorted(mine))}) sit as before (distance {best_d:.1f})")
+               f"({', '.join(sorted(mine))}) sit as before (distance {best_d:.1f}, likeness {best.sim:.2f})")
         decisions[name] = ("healed", best, why)
         details[name] = _detail("healed", best, None, why, after, spec)
-
-
-def _score(fp: Fingerprint, after: Page, i: int, value_weight: float, attr: str | None, partner_values: dict) -> Candidate:
-    sim = similarity(fp, after, i, after.value(i, None) if attr else None)
-    label_match = bool(fp.label) and after.label(i) == fp.label
-    bonus = 0.0
-    for pattr, pval in partner_values.items():
-        if pval is not None and after.value(i, pattr) == pval:
-            bonus += 0.3
-    score = value_weight + sim + (0.5 if label_match else 0.0) + bonus
-    return Candidate(i, score, sim, label_match, "exact")
-
-
-def _best_of_chain(fp: Fingerprint, after: Page, members: list[int], attr, partner_values, weight) -> Candidate:
-    cands = [_score(fp, after, m, weight, attr, partner_values) for m in members]
-    cands.sort(key=lambda c: (-c.score, -after.depth[c.node]))
-    return cands[0]
-
-
-def _exact_candidates(fp, value, attr, after: Page, partner_values, within) -> list[Candidate]:
-    hits = after.exact(value, attr, within)
-    out: list[Candidate] = []
-    if attr:
-        out = [_score(fp, after, i, 2.0, attr, partner_values) for i in hits[:50]]
-    else:
-        seen: set[int] = set()
-        for i in hits:
-            if i in seen:
-                continue
-            members = after.chain_members(i)
-            seen.update(members)
-            out.append(_best_of_chain(fp, after, members, attr, partner_values, 2.0))
-            if len(out) >= 50:
-                break
-    out.sort(key=lambda c: (-c.score, c.node))
-    return out
-
-
-def _near_candidates(fp, value, attr, after: Page, partner_values, within) -> list[Candidate]:
-    out: list[Candidate] = []
-    seen: set[int] = set()
-    for i, closeness in after.near(value, attr, within):
-        if i in seen:
-            continue
-        members = [i] if attr else after.chain_members(i)
-        seen.update(members)
-        c = _best_of_chain(fp, after, members, attr, partner_values, 1.0 + closeness)
-        c.kind, c.closeness = "near", closeness
-        out.append(c)
-    out.sort(key=lambda c: (-c.score, c.node))
-    return out
-
-
-def _label_candidates(fp: Fingerprint, attr: str | None, after: Page) -> list[Candidate]:
-    """Nodes named by the old label (value changed): near the label text, same label, scored by likeness."""
-    if not fp.label or fp.label_kind not in ("column", "for", "dt", "label"):
-        return []
-    label_nodes = [i for t, idxs in after.text_index.items() if len(t) <= 60 and norm_label(t) == fp.label for i in idxs]
-    region: list[int] = []
-    for ln in label_nodes[:20]:
-        for start in (ln, after.parent[ln]):
-            if start < 0 or after.parent[start] < 0:
-                continue
-            sibs = after.children[after.parent[start]]
-            k = sibs.index(start)
-            for s in sibs[k + 1:k + 3]:
-                region.extend(range(s, min(after.end[s], s + 30)))
-        if after.tags[ln] == "th":
-            table = ln
-            while table >= 0 and after.tags[table] != "table":
-                table = after.parent[table]
-            if table >= 0:
-                region.extend(j for j in range(table, min(after.end[table], table + 400)) if after.tags[j] in ("td", "th"))
-    out: list[Candidate] = []
-    for i in sorted(set(region)):
-        if after.label(i) != fp.label:
-            continue
-        value = after.value(i, attr)
-        if not value or text_shape(value) != fp.shape or value == fp.label:
-            continue
-        sim = similarity(fp, after, i)
-        out.append(Candidate(i, 0.5 + sim, sim, True, "label"))
-    # one candidate per visible text occurrence: keep the likeliest node of each chain
-    best: dict[int, Candidate] = {}
-    for c in out:
-        top = after.chain_members(c.node)[0] if not attr else c.node
-        if top not in best or c.score > best[top].score:
-            best[top] = c
-    return sorted(best.values(), key=lambda c: (-c.score, c.node))
 
 
 def _telling(value: str) -> bool:
@@ -608,4 +499,3 @@ def _proposal(bp: Blueprint, after: Page, refused: list[str], decisions: dict, d
         if node is not None and got.get(name) != after.value(node, bp.fields[name].attr):
             return None
     return guess if guess.to_json() != bp.to_json() else None
-
