@@ -32,6 +32,7 @@ from healerd.core.heal.listing_containers import (
 )
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
+from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
 from healerd.core.heal.selectors import (
     items_selector,
     lexbor_first_in,
@@ -108,6 +109,15 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
                 return HealResult(False, None, "cannot heal: items (no selector picks out the record containers)",
                                   {}, details=details)
             details["items"] = {"status": "healed", "selector": items_css, "count": len(containers), "why": why}
+        if by_values and records is not None and len(records) < len(old_raw) and old_list_in_places(before, old_containers):
+            back = take_back_left_out(after, before.tags[old_containers[0]], containers, records, old_raw, bp)
+            if isinstance(back, str):
+                details["items"] = {"status": "ambiguous", "why": back}
+                return HealResult(False, None, f"cannot heal: items ({back})", {}, details=details)
+            if back is not None:
+                containers, records, items_css = back
+                details["items"] = {"status": "healed", "selector": items_css, "count": len(containers),
+                                    "why": f"{why}, and the records the old list read in another place"}
 
     res = _fields_stage(bp, before, old_containers, after, containers, records, old_raw, fps, old_kind, shared,
                         items_css, details)

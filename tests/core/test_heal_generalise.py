@@ -1,0 +1,104 @@
+"""The built-in healer's general mechanisms, each on a small page pair of our own.
+
+- nothing inside <head> is a candidate for page data (a <title> repeating a heading's old text);
+- a listing whose old items selector read records in two places (a featured post apart from the
+  list) keeps them all: the records the containers found leave out are taken back, or the heal
+  is refused; never a heal dropping them.
+"""
+
+from __future__ import annotations
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
+
+
+def _bp(fields: dict[str, tuple], items: str | None = None) -> Blueprint:
+    return Blueprint(fields={n: FieldSpec(n, css, ftype, attr) for n, (css, ftype, attr) in fields.items()}, items=items)
+
+
+# -- the head carries no page data -------------------------------------------------------------------
+
+def _article(head_title: str, heading: str, wrap: bool) -> str:
+    body = (f"<h1 class='entry-title'>{heading}</h1><p class='byline'>By Ada Moss</p>"
+            "<div class='text'><p>Bread wants time more than it wants kneading.</p></div>")
+    if wrap:
+        body = f"<main><section class='region'>{body}</section></main>"
+    return f"<html><head><title>{head_title}</title></head><body><article>{body}</article></body></html>"
+
+
+def test_a_title_in_the_head_holding_the_old_heading_is_no_place_for_the_field():
+    """The heading now reads "Title: ..." (a label merged into it); the <title> still holds the old
+    text. The old selector still gives the heading: the heal keeps it, never moves it to the head."""
+    before = _article("Slow bread", "Slow bread", wrap=False)
+    after = _article("Slow bread", "Title: Slow bread", wrap=True)
+    bp = _bp({"title": ("h1.entry-title", "str", None), "author": ("p.byline", "str", None)})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert res.blueprint is not None
+    assert res.blueprint.fields["title"].css == "h1.entry-title", res.reason
+    assert extract(after, res.blueprint).data["title"] == "Title: Slow bread"
+
+
+def test_a_field_read_from_the_head_may_still_be_found_there():
+    """A scraper reading a <meta> in the head: the old node was in the head, so the head is searched."""
+    def page(meta: str) -> str:
+        return (f"<html><head>{meta}</head><body><h1>Slow bread</h1></body></html>")
+    before = page("<meta name='description' content='A loaf a week'>")
+    after = page("<meta property='og:description' content='A loaf a week'>")
+    bp = _bp({"summary": ("meta[name=description]", "str", "content"), "title": ("h1", "str", None)})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data == {"summary": "A loaf a week", "title": "Slow bread"}
+
+
+# -- records in two places ---------------------------------------------------------------------------
+
+POSTS = [("Honing versus sharpening", "2023-05-01", "Tomas Reyes"), ("Stocking a small pantry", "2023-04-16", "Mara Quill"),
+         ("Rye crackers that keep", "2023-04-02", "Tomas Reyes"), ("Knife skills for beginners", "2023-03-19", "Mara Quill"),
+         ("A week of one-pot dinners", "2023-03-11", "Tomas Reyes")]
+
+
+def _post(title: str, date: str, author: str, featured: bool = False) -> str:
+    heading = f"<h2><a href='#'>{title}</a></h2>" if featured else f"<header><h2><a href='#'>{title}</a></h2></header>"
+    return (f"<article class='{'' if featured else 'hentry'}'>{heading}"
+            f"<footer class='post-info'><time class='published' datetime='{date}'>{date}</time>"
+            f"<address class='vcard'><a class='url fn'>{author}</a></address></footer></article>")
+
+
+def _index(body_id: str, decoy: bool) -> str:
+    first, rest = POSTS[0], POSTS[1:]
+    recommended = f"<section class='recommended'><h3>Recommended</h3>{_post(*rest[-1])}</section>" if decoy else ""
+    return (f"<html><head><title>Blog</title></head><body id='{body_id}'>{recommended}"
+            f"<aside id='featured'>{_post(*first, featured=True)}</aside>"
+            f"<ol id='posts-list'>{''.join(f'<li>{_post(*p)}</li>' for p in rest)}</ol></body></html>")
+
+
+INDEX_FIELDS = {"title": ("h2 a", "str", None), "published": ("footer.post-info time.published", "str", "datetime"),
+                "author": ("address.vcard a.url.fn", "str", None)}
+
+
+def test_a_featured_record_apart_from_the_list_is_kept_by_the_heal():
+    """The body's id changed (the old items selector finds nothing) and a "Recommended" block repeats
+    the last post before the data: the featured post and the list's posts are all healed, the copy not."""
+    before, after = _index("index", decoy=False), _index("index-837", decoy=True)
+    bp = _bp(INDEX_FIELDS, items="body#index article")
+    old = extract(before, bp).data
+    assert len(old) == 5
+    res = heal(bp, before, old, after)
+    assert res.ok, res.reason
+    got = extract(after, res.blueprint).data
+    assert [r["title"] for r in got] == [p[0] for p in POSTS], res.reason
+
+
+def test_a_featured_record_that_cannot_be_taken_back_refuses_the_heal():
+    """The featured post is now a <div>, no <article> of its own: a heal reading the list alone would
+    drop it from every scrape, so the heal is refused naming the items."""
+    before = _index("index", decoy=False)
+    after = _index("index-837", decoy=True).replace("<aside id='featured'><article class=''>",
+                                                    "<aside id='featured'><div class='post'>", 1)
+    after = after.replace("</article></aside>", "</div></aside>", 1)
+    bp = _bp(INDEX_FIELDS, items="body#index article")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok, (res.reason, res.blueprint and extract(after, res.blueprint).data)
+    assert "items" in res.reason
