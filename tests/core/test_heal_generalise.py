@@ -102,3 +102,50 @@ def test_a_featured_record_that_cannot_be_taken_back_refuses_the_heal():
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok, (res.reason, res.blueprint and extract(after, res.blueprint).data)
     assert "items" in res.reason
+
+
+# -- another record in the old record's place ----------------------------------------------------------
+
+def _finding(n: int, test: str, file: str, code: str, cwe: bool) -> str:
+    link = f"<a href='https://cwe.mitre.org/{n}'>CWE-{700 + n}</a> " if cwe else ""
+    return (f"<div id='issue-{n}'><div class='issue-block'><b>{test}</b> Severity: Low<br>"
+            f"<b>Location:</b> {link}<a href='{file}'>{file}</a><br>"
+            f"<div class='code'><pre>{code}</pre></div></div></div>")
+
+
+def _report(findings: list[tuple[str, str, str]], cwe: bool) -> str:
+    return ("<html><head><title>Report</title></head><body><h1>Findings</h1>"
+            + "".join(_finding(k + 1, *f, cwe=cwe) for k, f in enumerate(findings)) + "</body></html>")
+
+
+FINDINGS = [("hardcoded_password_string:", "shop/config.py", "3 PASSWORD = 'hunter2'"),
+            ("assert_used:", "shop/tasks.py", "13 def check(x): 14 assert x > 0"),
+            ("try_except_pass:", "shop/tasks.py", "16 return 1 / x 17 except Exception: 18 pass")]
+
+
+def test_a_finding_gone_whose_place_another_finding_took_is_refused():
+    """The second finding is no longer reported; the third now has its id and sits in the same file.
+    The old selectors read the other finding's test and code (values the last good page showed
+    elsewhere): they are no values changed in place, and the file name found again in that finding
+    is no reason to heal. The heal is refused."""
+    before = _report(FINDINGS, cwe=False)
+    after = _report([FINDINGS[0], FINDINGS[2]], cwe=True)
+    bp = _bp({"test": ("div#issue-2 > div.issue-block > b:nth-of-type(1)", "str", None),
+              "file": ("div#issue-2 > div.issue-block > a:nth-of-type(1)", "str", None),
+              "code": ("div#issue-2 div.code pre", "str", None)})
+    old = extract(before, bp).data
+    assert old["test"] == "assert_used:"
+    res = heal(bp, before, old, after)
+    assert not res.ok, (res.reason, res.blueprint and extract(after, res.blueprint).data)
+
+
+def test_a_value_changed_in_place_that_was_nowhere_before_is_kept():
+    """The same finding, its code excerpt changed (new line numbers): a value changed in place."""
+    before = _report(FINDINGS, cwe=False)
+    changed = [FINDINGS[0], (FINDINGS[1][0], FINDINGS[1][1], "21 def check(x): 22 assert x > 0"), FINDINGS[2]]
+    after = _report(changed, cwe=False)
+    bp = _bp({"test": ("div#issue-2 > div.issue-block > b:nth-of-type(1)", "str", None),
+              "code": ("div#issue-2 div.code pre", "str", None)})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data["code"] == "21 def check(x): 22 assert x > 0"

@@ -283,9 +283,20 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
     if cur is not None and after.value(cur, spec.attr):
         sim = similarity(fp, after, cur)
         same_label = bool(fp.label) and after.label(cur) == fp.label
-        if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
+        shown = _shown_before(before, after.value(cur, spec.attr), spec.attr)
+        if sim >= MIN_SIM_KEEP and (same_label or not fp.label) and not shown:
             return "kept", None, "value changed in place (same node kind)", None
+        if shown:
+            return "gone", None, (f"the old value is nowhere on the page, and the old selector now reads {shown}, "
+                                  "which the last good page showed elsewhere (another record in its place?)"), None
     return "gone", None, "the old value is nowhere on the page", None
+
+
+def _shown_before(before: Page | None, value: str | None, attr: str | None) -> str:
+    """The value, quoted, when it is no chance value and the last good page showed it; else ""."""
+    if before is None or not value or is_weak(value) or not before.exact(value, attr):
+        return ""
+    return _short(value)
 
 
 def _key_beside(page: Page, i: int | None) -> str:
