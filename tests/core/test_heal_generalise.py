@@ -149,3 +149,34 @@ def test_a_value_changed_in_place_that_was_nowhere_before_is_kept():
     res = heal(bp, before, extract(before, bp).data, after)
     assert res.ok, res.reason
     assert extract(after, res.blueprint).data["code"] == "21 def check(x): 22 assert x > 0"
+
+
+# -- the old selector kept while it still gives values of the old kind ---------------------------------
+
+TOOLS = [("HM-100", "Claw Hammer", "14.99", "120"), ("GH-025", "Garden Hose 25m", "32.50", "45"),
+         ("SD-310", "Screwdriver Set", "21.00", "60"), ("TP-044", "Tape Measure 5m", "9.75", "210"),
+         ("WR-120", "Adjustable Wrench", "18.40", "33"), ("CK-009", "Chef Knife 8in", "42.00", "12")]
+
+
+def _tools(rows: list[tuple[str, str, str, str]]) -> str:
+    body = "".join(f"<tr><td>{sku}</td><td>{name}</td><td>{price}</td><td>{stock}</td></tr>"
+                   for sku, name, price, stock in rows)
+    return (f"<html><head><title>Prices</title></head><body><div id='products'><table class='docutils'>"
+            f"<thead><tr><th>SKU</th><th>Name</th><th>Price</th><th>Stock</th></tr></thead><tbody>{body}</tbody>"
+            "</table></div></body></html>")
+
+
+def test_the_old_positional_selector_still_giving_values_of_the_old_kind_is_kept():
+    """New SKUs, prices and stock, a label merged into each name (no old value left whole). The old
+    `td:nth-child(2)` still reads the name cell; its loosened form `:nth-child(2)` reads the second
+    row itself in the second record. That widened form is no rival: the old selector is kept."""
+    before = _tools(TOOLS)
+    after = _tools([(sku[:-1] + str(int(sku[-1]) + 1), f"NAME — {name}", f"{float(price) + 0.99:.2f}",
+                     str(int(stock) + 3)) for sku, name, price, stock in TOOLS])
+    bp = _bp({"sku": ("td:nth-child(1)", "str", None), "name": ("td:nth-child(2)", "str", None),
+              "price": ("td:nth-child(3)", "float", None), "stock": ("td:nth-child(4)", "int", None)},
+             items="div#products table.docutils tbody tr")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert res.blueprint is not None and res.blueprint.fields["name"].css == "td:nth-child(2)"
+    assert extract(after, res.blueprint).data[0]["name"] == "NAME — Claw Hammer"
