@@ -180,3 +180,66 @@ def test_the_old_positional_selector_still_giving_values_of_the_old_kind_is_kept
     assert res.ok, res.reason
     assert res.blueprint is not None and res.blueprint.fields["name"].css == "td:nth-child(2)"
     assert extract(after, res.blueprint).data[0]["name"] == "NAME — Claw Hammer"
+
+
+# -- an attribute field's old value in another attribute ----------------------------------------------
+
+def _post_page(date_markup: str) -> str:
+    return ("<html><head><title>Rye crackers</title></head><body><section id='content'>"
+            "<h1 class='entry-title'>Rye crackers that keep</h1>"
+            f"<footer class='post-info'>{date_markup}<address class='vcard'><a class='url'>Tomas Reyes</a></address>"
+            "</footer><div class='entry-content'><p>Thin, seedy crackers that stay crisp.</p></div></section></body></html>")
+
+
+def test_a_date_moved_from_one_attribute_to_another_is_followed():
+    """The theme changed: the date was `abbr.published[title]`, it is now `time[datetime]`, same value."""
+    before = _post_page("<abbr class='published' title='2023-04-02T08:45:00+00:00'>Sun 02 April 2023</abbr>")
+    after = _post_page("<p>Published: <time datetime='2023-04-02T08:45:00+00:00'>2 April 2023</time></p>")
+    bp = _bp({"title": ("h1.entry-title", "str", None), "published": ("footer.post-info abbr.published", "str", "title"),
+              "author": ("address.vcard a.url", "str", None)})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert res.blueprint is not None and res.blueprint.fields["published"].attr == "datetime"
+    assert extract(after, res.blueprint).data["published"] == "2023-04-02T08:45:00+00:00"
+    assert res.confidence < 0.8, res.confidence
+
+
+def test_a_date_gone_from_its_attribute_and_found_in_two_others_is_refused():
+    """Two other attributes carry the old value: which one is the field cannot be told."""
+    before = _post_page("<abbr class='published' title='2023-04-02T08:45:00+00:00'>Sun 02 April 2023</abbr>")
+    after = _post_page("<time datetime='2023-04-02T08:45:00+00:00'>2 April</time>"
+                       "<span data-updated='2023-04-02T08:45:00+00:00'>edited</span>")
+    bp = _bp({"title": ("h1.entry-title", "str", None), "published": ("footer.post-info abbr.published", "str", "title")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok and "published" in res.reason, res.reason
+
+
+def _index_page(date_tag: str) -> str:
+    posts = "".join(
+        f"<li><article class='hentry'><h2><a>{t}</a></h2><footer class='post-info'>"
+        + (f"<abbr class='published' title='{d}'>{d[:10]}</abbr>" if date_tag == "abbr"
+           else f"<time datetime='{d}'>{d[:10]}</time>")
+        + "</footer></article></li>" for t, d, _a in POSTS)
+    return f"<html><head><title>Blog</title></head><body><ol id='posts'>{posts}</ol></body></html>"
+
+
+def test_a_listing_date_moved_to_another_attribute_is_followed_in_every_record():
+    before, after = _index_page("abbr"), _index_page("time")
+    bp = _bp({"title": ("h2 a", "str", None), "published": ("footer.post-info abbr.published", "str", "title")},
+             items="ol#posts li")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert res.blueprint is not None and res.blueprint.fields["published"].attr == "datetime"
+    assert [r["published"] for r in extract(after, res.blueprint).data] == [p[1] for p in POSTS]
+    assert res.confidence <= 0.6, res.confidence
+
+
+def test_a_date_moved_to_an_attribute_two_unlike_nodes_carry_is_refused():
+    """`[data-ts]` carries the old value on two nodes unlike the old one (a post's and its edit's
+    time): the one node alone carrying it is what lets an unlike node be taken, so this is refused."""
+    before = _post_page("<abbr class='published' title='2023-04-02T08:45:00+00:00'>Sun 02 April 2023</abbr>")
+    after = _post_page("").replace("</section>", "<div class='stamp' data-ts='2023-04-02T08:45:00+00:00'>posted</div>"
+                                   "<ul><li><span data-ts='2023-04-02T08:45:00+00:00'>edited</span></li></ul></section>")
+    bp = _bp({"title": ("h1.entry-title", "str", None), "published": ("footer.post-info abbr.published", "str", "title")})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok and "published" in res.reason, res.reason

@@ -9,6 +9,7 @@ all. Ambiguities are refused with one line naming what was ambiguous.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
@@ -33,6 +34,7 @@ from healerd.core.heal.listing_containers import (
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
 from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
+from healerd.core.heal.moved_attr import other_attr_listing
 from healerd.core.heal.selectors import (
     items_selector,
     lexbor_first_in,
@@ -186,6 +188,16 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
                                                       old_kind)
         if status == "healed" and css and css != spec.css and _same_nodes(after, containers, css, spec.css):
             status, css, why = "kept", spec.css, f"{why}; the old selector gives the same nodes"
+        new_attr = (other_attr_listing(after, containers, [old_raw[r].get(name) for r in records], spec.attr)
+                    if status == "gone" and records is not None else None)
+        if new_attr is not None:
+            # the old values now sit in another attribute (a date moved from abbr[title] to time[datetime])
+            spec = replace(spec, attr=new_attr)
+            status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec,
+                                                          fps.get(name), old_kind)
+            why = f"{why}, now in the attribute {new_attr!r}"
+            status = "healed" if status == "kept" else status    # the field changed: its attribute
+            info = {**info, "attr": new_attr, "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
         decisions[name] = (status, why)
         details[name] = {"status": status, "why": why, **info}
         if css:
@@ -213,7 +225,8 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
         return HealResult(False, None, reason, {}, details=details,
                           candidate=_proposal(bp, after, gone, decisions, details, new_fields, items_css, containers,
                                               old_raw))
-    changed = {n: new_fields[n].css for n in names if new_fields[n].css != bp.fields[n].css}
+    changed = {n: new_fields[n].css for n in names
+               if new_fields[n].css != bp.fields[n].css or new_fields[n].attr != bp.fields[n].attr}
     if items_css != bp.items:
         changed["items"] = items_css
     if not changed:

@@ -43,6 +43,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.selectors import relaxed_first, single_selector
 from healerd.core.heal.single_candidates import (
     Candidate,
@@ -119,6 +120,30 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                 details[name] = _detail("healed", c, None, f"same node as field {p!r}", after, spec)
                 break
 
+    # an attribute field whose old value is now carried by another attribute (a date moved from
+    # abbr[title] to time[datetime]): located again through that attribute, at a lower confidence
+    moved: dict[str, str] = {}
+    for name, (status, _cand, _why) in list(decisions.items()):
+        spec = bp.fields[name]
+        new_attr = other_attr_single(after, old_raw.get(name), spec.attr) if status == "gone" else None
+        if new_attr is None or name not in fps:
+            continue
+        others = {v for m, v in old_raw.items() if m != name and v}
+        st, cand, why, runner = _locate(fps[name], old_raw[name], replace(spec, attr=new_attr), after, None, {},
+                                        [], others, before)
+        lone = lone_carrier(after, old_raw[name], new_attr) if st == "gone" else None
+        if lone is not None:
+            # the value is no chance value and one node alone carries it: the field moved with it,
+            # whatever the node looks like now (the theme that moved the attribute changed the markup)
+            st, why = "healed", "the old value, carried by one node alone"
+            cand = Candidate(lone, 1.0, similarity(fps[name], after, lone), False, "moved")
+        if st == "healed" and cand is not None:
+            cand.kind = "moved"
+            why = f"{why}, now in its attribute {new_attr!r} (no longer in {spec.attr!r})"
+            moved[name] = new_attr
+            decisions[name] = ("healed", cand, why)
+            details[name] = {**_detail("healed", cand, runner, why, after, spec), "attr": new_attr}
+
     _drop_collisions_single(bp, after, old_nodes, decisions, details)
     _settle_optional_single(bp, after, decisions, details)
     gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]
@@ -134,17 +159,18 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         if status != "healed" or cand is None:
             continue
         spec = bp.fields[name]
-        if cand.node == after.index_of(root_a.css_first(spec.css)):
+        attr = moved.get(name, spec.attr)
+        if cand.node == after.index_of(root_a.css_first(spec.css)) and name not in moved:
             continue   # the old selector already gives this node: nothing to change
-        key = (cand.node, spec.attr)
+        key = (cand.node, attr)
         if key not in selector_for_node:
-            selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=spec.attr)
+            selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=attr)
                                       or relaxed_first(after, spec.css, cand.node))
         css = selector_for_node[key]
         if css is None:
             details.setdefault(name, {})["why"] = "found the node but no selector picks it out"
             return _refusal([name], {**decisions, name: ("gone", None, "no unique selector")}, details)
-        new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+        new_fields[name] = FieldSpec(name, css, spec.type, attr, spec.required)
         changed[name] = css
         details[name]["selector"] = css
     if not changed:
@@ -166,7 +192,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     check = extract(after.tree, new_bp).raw
     for name in changed:
         cand = decisions[name][1]
-        if check.get(name) != after.value(cand.node, bp.fields[name].attr):
+        if check.get(name) != after.value(cand.node, moved.get(name, bp.fields[name].attr)):
             return _refusal([name], decisions, details, note="verification failed")
     conf = min(_confidence(decisions[n][1]) for n in changed)
     summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
