@@ -243,3 +243,46 @@ def test_a_date_moved_to_an_attribute_two_unlike_nodes_carry_is_refused():
     bp = _bp({"title": ("h1.entry-title", "str", None), "published": ("footer.post-info abbr.published", "str", "title")})
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok and "published" in res.reason, res.reason
+
+
+# -- a listing whose links all changed, placed by their label -------------------------------------------
+
+ISSUES = [("blacklist:", "b404", "db.py"), ("subprocess_popen:", "b602", "db.py"), ("blacklist:", "b403", "cache.py"),
+          ("yaml_load:", "b506", "config.py"), ("blacklist:", "b311", "tokens.py"), ("assert_used:", "b101", "tasks.py")]
+
+
+def _issues(release: str, cwe: bool) -> str:
+    blocks = "".join(
+        f"<div id='issue-{k}'><div class='issue-block'><b>{test} </b> found.<br><b>Severity: </b>LOW<br>"
+        + (f"<b>CWE: </b><a href='https://cwe.example/{k}.html'>CWE-{k}</a><br>" if cwe else "")
+        + f"<b>File: </b><a href='{file}'>{file}</a><br>"
+        f"<b>More info: </b><a href='https://docs.example/{release}/{code}.html'>{code}</a><br></div></div>"
+        for k, (test, code, file) in enumerate(ISSUES))
+    return f"<html><head><title>Report</title></head><body><div id='results'>{blocks}</div></body></html>"
+
+
+def test_links_that_all_changed_are_placed_again_by_their_label():
+    """A CWE link now comes first, so the old `a:nth-of-type(2)` reads the file link; every "More
+    info" address names the release now. The findings' names, read record by record by the old
+    selector, keep the old containers; the label "More info:" places the link."""
+    before, after = _issues("latest", cwe=False), _issues("1.8.6", cwe=True)
+    bp = _bp({"test": ("b:nth-of-type(1)", "str", None), "info": ("a:nth-of-type(2)", "str", "href")},
+             items="div#results div.issue-block")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    got = extract(after, res.blueprint).data
+    assert [r["info"] for r in got] == [f"https://docs.example/1.8.6/{c}.html" for _t, c, _f in ISSUES], res.reason
+    assert res.confidence <= 0.6
+
+
+def test_links_gone_with_their_label_are_refused():
+    """No "More info:" line any more: the label names nothing, the CWE and file links are not the field."""
+    before = _issues("latest", cwe=False)
+    after = _issues("1.8.6", cwe=True).replace("<b>More info: </b>", "<b>See: </b>")
+    after = "".join(part.split("<b>See: </b>")[0] + ("<br></div></div>" if "<b>See: </b>" in part else "")
+                    for part in after.split("<br></div></div>"))
+    bp = _bp({"test": ("b:nth-of-type(1)", "str", None), "info": ("a:nth-of-type(2)", "str", "href")},
+             items="div#results div.issue-block")
+    assert "docs.example" not in after
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok and "info" in res.reason, res.reason

@@ -23,6 +23,7 @@ from healerd.core.heal.fingerprint import (
     Page,
     fingerprint,
 )
+from healerd.core.heal.listing_anchor import one_field_reads_every_record
 from healerd.core.heal.listing_containers import (
     _containers_by_shape,
     _containers_hold_records,
@@ -33,6 +34,7 @@ from healerd.core.heal.listing_containers import (
 )
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
+from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
 from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
 from healerd.core.heal.moved_attr import other_attr_listing
 from healerd.core.heal.selectors import (
@@ -68,10 +70,13 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     cur = [after.index_of(n) for n in after.tree.css(bp.items)]
     items_css = bp.items
     by_values = False     # containers found by the old values (not the old items selector, not by shape)
-    if _containers_hold_records(after, cur, old_raw, bp):
+    reader = None if _containers_hold_records(after, cur, old_raw, bp) else one_field_reads_every_record(
+        after, cur, old_raw, bp)
+    if reader is not None or _containers_hold_records(after, cur, old_raw, bp):
         containers = cur
         records = list(range(len(cur)))
-        details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
+        details["items"] = {"status": "kept", "why": "old items selector still finds the records" + (
+            f" (field {reader!r} reads every record's old value in them)" if reader else "")}
     else:
         found = _find_containers(after, old_raw, bp, _context_words(before, old_containers[0]),
                                  _passed_over_context(before, old_containers, old_raw, bp))
@@ -198,6 +203,11 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
             why = f"{why}, now in the attribute {new_attr!r}"
             status = "healed" if status == "kept" else status    # the field changed: its attribute
             info = {**info, "attr": new_attr, "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
+        labelled = by_old_label(after, containers, spec, fps.get(name), old_kind[name]) if status in (
+            "gone", "ambiguous") and no_old_value_left(after, old_raw, name, spec.attr) else None
+        if labelled is not None:
+            status, css, why = "healed", labelled, f"values changed; found by its label {fps[name].label!r} ({why})"
+            info = {"selector": labelled, "confidence": 0.55}
         decisions[name] = (status, why)
         details[name] = {"status": status, "why": why, **info}
         if css:
