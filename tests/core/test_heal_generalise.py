@@ -286,3 +286,48 @@ def test_links_gone_with_their_label_are_refused():
     assert "docs.example" not in after
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok and "info" in res.reason, res.reason
+
+
+# -- a table become a grid, one column's values changed -------------------------------------------------
+
+GOODS = [("Claw Hammer", "Tools", "14.99"), ("Garden Hose 25m", "Garden", "32.50"), ("Chef Knife 8in", "Kitchen", "59.00"),
+         ("Cordless Drill", "Power", "129.95"), ("Pruning Shears", "Yard", "18.75")]
+
+
+def _goods_table() -> str:
+    rows = "".join(f"<tr><td class='list-buttons-column'><a>edit</a></td><td class='col-name'>{n}</td>"
+                   f"<td class='col-category'>{c}</td><td class='col-price'>{p}</td></tr>" for n, c, p in GOODS)
+    return (f"<html><head><title>Goods</title></head><body><div id='no-more-tables'><table><thead><tr><th></th>"
+            f"<th>Name</th><th>Category</th><th>Price</th></tr></thead><tbody>{rows}</tbody></table></div></body></html>")
+
+
+def _goods_grid() -> str:
+    rows = "".join(f"<div class='grid-row'><div class='list-buttons-column'><a>edit</a></div><div class='col-name'>{n}</div>"
+                   f"<div class='col-category'>{c} (new)</div><div class='col-price'>{p}</div></div>" for n, c, p in GOODS)
+    return (f"<html><head><title>Goods</title></head><body><div id='no-more-tables'><div class='grid'>{rows}</div></div>"
+            "</body></html>")
+
+
+def test_a_changed_column_is_judged_through_the_change_its_sibling_columns_show():
+    """The table became a grid of divs and the categories changed: names and prices were found by
+    their values in divs where tds were; the category's div is judged as they changed, and healed."""
+    before, after = _goods_table(), _goods_grid()
+    bp = _bp({"name": ("td.col-name", "str", None), "category": ("td.col-category", "str", None),
+              "price": ("td.col-price", "float", None)}, items="div#no-more-tables > table > tbody > tr")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    got = extract(after, res.blueprint).data
+    assert [r["category"] for r in got] == [f"{c} (new)" for _n, c, _p in GOODS], res.reason
+    assert res.confidence <= 0.6
+
+
+def test_a_column_gone_from_the_grid_is_refused_not_taken_from_a_sibling():
+    """The categories are gone: no div of the grid is the category, however alike the grid's divs are."""
+    before = _goods_table()
+    after = _goods_grid()
+    for _n, c, _p in GOODS:
+        after = after.replace(f"<div class='col-category'>{c} (new)</div>", "")
+    bp = _bp({"name": ("td.col-name", "str", None), "category": ("td.col-category", "str", None),
+              "price": ("td.col-price", "float", None)}, items="div#no-more-tables > table > tbody > tr")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok and "category" in res.reason, (res.reason, res.ok and extract(after, res.blueprint).data)

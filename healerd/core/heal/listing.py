@@ -35,6 +35,7 @@ from healerd.core.heal.listing_containers import (
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
 from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
+from healerd.core.heal.listing_siblings import through_siblings_change
 from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
 from healerd.core.heal.moved_attr import other_attr_listing
 from healerd.core.heal.selectors import (
@@ -211,6 +212,19 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
         decisions[name] = (status, why)
         details[name] = {"status": status, "why": why, **info}
         if css:
+            new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+    # fields whose values changed, judged through the change of node their siblings found by value show
+    by_value = {n: new_fields[n].css for n, (st, _w) in decisions.items() if st in ("healed", "kept") and n in new_fields}
+    for name, spec in bp.fields.items():
+        carried = through_siblings_change(after, containers, fps, name, by_value) if decisions[name][0] == "gone" else None
+        if carried is None:
+            continue
+        status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, carried, old_kind)
+        if status == "healed" and css:
+            why = f"{why} (judged through the change of node its sibling fields show)"
+            decisions[name] = (status, why)
+            details[name] = {"status": status, "why": why, **info,
+                             "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
             new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
     # fields whose values changed follow the field they shared a node with
     for name, spec in bp.fields.items():
