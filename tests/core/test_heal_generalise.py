@@ -331,3 +331,19 @@ def test_a_column_gone_from_the_grid_is_refused_not_taken_from_a_sibling():
               "price": ("td.col-price", "float", None)}, items="div#no-more-tables > table > tbody > tr")
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok and "category" in res.reason, (res.reason, res.ok and extract(after, res.blueprint).data)
+
+
+def test_a_column_removed_under_a_header_left_in_place_is_refused():
+    """The price cells are gone but the "Price" header stayed: the stock column now sits under it.
+    A column's header is no label inside the record: the heal is refused, not moved to the stock."""
+    def page(with_price: bool) -> str:
+        rows = "".join(f"<tr><td class='col-name'>{n}</td>" + (f"<td class='col-price'>{p}</td>" if with_price else "")
+                       + f"<td class='col-stock'>{k}</td></tr>"
+                       for k, (n, _c, p) in enumerate(GOODS, start=3))
+        return (f"<html><head><title>Goods</title></head><body><table class='model-list'><thead><tr><th>Name</th>"
+                f"<th>Price</th><th>Stock</th></tr></thead><tbody>{rows}</tbody></table></body></html>")
+    before, after = page(True), page(False)
+    bp = _bp({"name": ("td.col-name", "str", None), "price": ("td.col-price", "float", None)},
+             items="table.model-list tbody tr")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok and "price" in res.reason, (res.reason, res.ok and extract(after, res.blueprint).data)

@@ -2,8 +2,8 @@
 
 A report's "More info:" link now follows a new CWE link, so the old `a:nth-of-type(2)` reads
 another link, and its every address changed (they name the release now): no old value is left
-to find. The label before the old node (a <b>, <dt>, <th> or <label> ending in ":") still names
-it. The node carrying the old label in a sample record gives selectors relative to its record;
+to find. The label before the old node in the record (a <b>, <dt> or <label> ending in ":"; not a column's header, which
+stays when its column is removed) still names it. The node carrying the old label in a sample record gives selectors relative to its record;
 the cheapest one that, in most records, finds a node under the same label giving a value of the
 old kind, and never a node under another label, is the field's selector.
 """
@@ -17,12 +17,15 @@ from healerd.core.heal.listing_kinds import _OldKind, _spread
 from healerd.core.heal.selectors import lexbor_first_in, relative_selectors
 
 MAX_TRIED = 12
+# labels that sit in the record beside the value; not a column's header, which stays when its
+# column is removed and then names the next column sliding under it
+_IN_RECORD = tuple(k for k in STRONG_LABEL_KINDS if k != "column")
 
 
 def by_old_label(after: Page, containers: list[int], spec: FieldSpec, fp: Fingerprint | None,
                  kind: _OldKind) -> str | None:
     """A selector reading, in most records, the node the old label names; None when none does clearly."""
-    if fp is None or not fp.label or fp.label_kind not in STRONG_LABEL_KINDS or not containers or not kind.kinds:
+    if fp is None or not fp.label or fp.label_kind not in _IN_RECORD or not containers or not kind.kinds:
         return None
     for c in _spread(containers, 3):
         named = [i for i in range(c + 1, after.end[c])
