@@ -347,3 +347,20 @@ def test_a_column_removed_under_a_header_left_in_place_is_refused():
              items="table.model-list tbody tr")
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok and "price" in res.reason, (res.reason, res.ok and extract(after, res.blueprint).data)
+
+
+def test_a_label_followed_by_the_next_label_names_no_value():
+    """The file links are gone (a placeholder text in their place) and the lines of each finding were
+    reordered, so "File:" is now followed by the <b> of another label: that <b> is no file name."""
+    def page(gone: bool) -> str:
+        blocks = "".join(
+            f"<div class='issue-block'><b>{test} </b> found.<br>"
+            + ("<b>File: </b><b>Line number: </b>12<br>Log in to see the file<br>" if gone
+               else f"<b>File: </b><a href='{file}'>{file}</a><br><b>Line number: </b>12<br>")
+            + "</div>" for test, _code, file in ISSUES)
+        return f"<html><head><title>Report</title></head><body><div id='results'>{blocks}</div></body></html>"
+    before, after = page(False), page(True)
+    bp = _bp({"test": ("b:nth-of-type(1)", "str", None), "file": ("a", "str", None)},
+             items="div#results div.issue-block")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok and "file" in res.reason, (res.reason, res.ok and extract(after, res.blueprint).data)

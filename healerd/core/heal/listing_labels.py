@@ -2,10 +2,12 @@
 
 A report's "More info:" link now follows a new CWE link, so the old `a:nth-of-type(2)` reads
 another link, and its every address changed (they name the release now): no old value is left
-to find. The label before the old node in the record (a <b>, <dt> or <label> ending in ":"; not a column's header, which
-stays when its column is removed) still names it. The node carrying the old label in a sample record gives selectors relative to its record;
-the cheapest one that, in most records, finds a node under the same label giving a value of the
-old kind, and never a node under another label, is the field's selector.
+to find. The label before the old node in the record (a <b>, <dt> or <label> ending in ":"; not
+a column's header, which stays when its column is removed) still names it. The node of the old
+tag carrying the old label in a sample record (a label's own <b>, or the next label's, is no
+value) gives selectors relative to its record; the cheapest one that, in most records, finds a
+node under the same label giving a value of the old kind, and never a node under another label,
+is the field's selector.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def by_old_label(after: Page, containers: list[int], spec: FieldSpec, fp: Finger
         return None
     for c in _spread(containers, 3):
         named = [i for i in range(c + 1, after.end[c])
-                 if after.label(i) == fp.label and kind.fits(after.value(i, spec.attr))]
+                 if after.tags[i] == fp.tag and after.label(i) == fp.label and kind.fits(after.value(i, spec.attr))]
         if len(named) != 1:
             continue
         for sel in relative_selectors(after, c, named[0], avoid_attr=spec.attr)[:MAX_TRIED]:
