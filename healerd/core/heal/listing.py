@@ -35,7 +35,7 @@ from healerd.core.heal.listing_containers import (
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
 from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
-from healerd.core.heal.listing_siblings import through_siblings_change
+from healerd.core.heal.listing_siblings import all_of_tag, through_siblings_change
 from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
 from healerd.core.heal.moved_attr import other_attr_listing
 from healerd.core.heal.selectors import (
@@ -220,7 +220,7 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
         if carried is None:
             continue
         status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, carried, old_kind)
-        if status == "healed" and css:
+        if status == "healed" and css and all_of_tag(after, containers, css, carried.tag):
             why = f"{why} (judged through the change of node its sibling fields show)"
             decisions[name] = (status, why)
             details[name] = {"status": status, "why": why, **info,

@@ -6,7 +6,7 @@ old selector, loosened, finds a <div> too, but it looks unlike the old <td> (lik
 refused. Every field of the record changed its node the same way, so the old node's fingerprint is
 carried through that change before comparing: the tag and the surroundings of a sibling field's new
 node (a field whose old node was of the same tag, among the same ancestors), its own classes,
-attributes, value shape and position kept.
+attributes, value shape and position kept; the node so found must be of the siblings' new tag.
 """
 
 from __future__ import annotations
@@ -39,3 +39,11 @@ def through_siblings_change(after: Page, containers: list[int], fps: dict[str, F
             return None    # the sibling's node did not change: nothing to carry
         return replace(fp, tag=now.tag, ancestor_words=now.ancestor_words, ancestor_tags=now.ancestor_tags)
     return None
+
+
+def all_of_tag(after: Page, containers: list[int], css: str, tag: str) -> bool:
+    """The selector finds, in every container where it finds a node, one of `tag`: the field's node
+    changed as its siblings' did (a <td> become a <div> with them), not into a third kind."""
+    nodes = [lexbor_first_in(after, c, css) for c in containers]
+    found = [n for n in nodes if n is not None]
+    return bool(found) and all(after.tags[n] == tag for n in found)
