@@ -364,3 +364,45 @@ def test_a_label_followed_by_the_next_label_names_no_value():
              items="div#results div.issue-block")
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok and "file" in res.reason, (res.reason, res.ok and extract(after, res.blueprint).data)
+
+
+def test_a_featured_record_found_by_one_long_value_is_kept_too():
+    """A label was merged into every title ("Title: ..."), so the featured post keeps one old value of
+    its own, its date: one long value, not found by chance, is enough to take it back."""
+    before = _index("index", decoy=False)
+    after = _index("index-837", decoy=False)
+    for title, _d, _a in POSTS:
+        after = after.replace(f">{title}<", f">Title: {title}<")
+    bp = _bp(INDEX_FIELDS, items="body#index article")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    got = extract(after, res.blueprint).data
+    assert [r["title"] for r in got] == [f"Title: {p[0]}" for p in POSTS], res.reason
+
+
+def test_a_featured_record_copied_into_a_related_block_is_told_apart_by_its_surroundings():
+    """The featured post's values are also in a "Related" block outside the list: the one whose
+    surroundings look like the old featured post's (the aside) is the record, the copy is not read."""
+    before = _index("index", decoy=False)
+    after = _index("index-837", decoy=False).replace(
+        "<aside id='featured'>",
+        f"<section class='related'><h3>Related</h3>{_post(*POSTS[0], featured=True)}</section><aside id='featured'>")
+    bp = _bp(INDEX_FIELDS, items="body#index article")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert [r["title"] for r in extract(after, res.blueprint).data] == [p[0] for p in POSTS], res.reason
+    assert "related" not in (res.blueprint.items or "")
+
+
+def test_a_featured_record_in_two_places_alike_is_refused():
+    """The featured post is rendered twice outside the list, in two asides alike: which one is the
+    record cannot be told (the next page may fill them differently), so the heal is refused."""
+    before = _index("index", decoy=False)
+    post = _post(*POSTS[0], featured=True)
+    after = _index("index-837", decoy=False).replace(
+        f"<aside id='featured'>{post}</aside>", f"<aside class='top'>{post}</aside><hr><aside class='end'>{post}</aside>")
+    assert after.count(POSTS[0][0]) == 2
+    bp = _bp(INDEX_FIELDS, items="body#index article")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok, (res.reason, res.ok and extract(after, res.blueprint).data)
+    assert "items" in res.reason

@@ -118,7 +118,7 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
                                   {}, details=details)
             details["items"] = {"status": "healed", "selector": items_css, "count": len(containers), "why": why}
         if by_values and records is not None and len(records) < len(old_raw) and old_list_in_places(before, old_containers):
-            back = take_back_left_out(after, before.tags[old_containers[0]], containers, records, old_raw, bp)
+            back = take_back_left_out(before, old_containers, after, containers, records, old_raw, bp)
             if isinstance(back, str):
                 details["items"] = {"status": "ambiguous", "why": back}
                 return HealResult(False, None, f"cannot heal: items ({back})", {}, details=details)

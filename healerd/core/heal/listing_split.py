@@ -12,8 +12,9 @@ gives them). When that cannot be done the heal is refused: dropping records is a
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.listing_containers import _distinctive
+from healerd.core.heal.evidence import CONTEXT_MARGIN, is_weak
+from healerd.core.heal.fingerprint import Page, jaccard
+from healerd.core.heal.listing_containers import _context_words, _distinctive
 from healerd.core.heal.selectors import _lexbor_ok, items_selector
 
 MAX_PLACES = 3       # comma-separated places an items selector may read
@@ -30,24 +31,53 @@ def old_list_in_places(before: Page, old_containers: list[int]) -> bool:
     return len({_sig(before, c)[1:] for c in old_containers}) > 1
 
 
-def _values_block(after: Page, old_raw: list, k: int, bp: Blueprint, outside: list[int]) -> list[int] | None:
-    """One node per field still carrying record k's old value outside the `outside` containers.
+def _left_out_node(after: Page, tag: str, k: int, old_raw: list, bp: Blueprint, containers: list[int],
+                   old_context: set[str]) -> int | str | None:
+    """Record k's node of `tag` outside the containers found, or a reason to refuse, or None.
 
-    Only values no other record shares (an author of many posts is found in every block); None
-    unless most of them (two at least, when the record had two) are found (some may have changed).
+    Only values no other record shares count (an author of many posts is in every block). Each
+    value found outside the containers lies in a block: the widest node around it holding no other
+    record's value and no container. A block holding half of the record's values (two when it had
+    two, or one long value not found by chance) is the record's. None when no block is; a reason
+    when the record's block holds no node of `tag`, or when two blocks are and their surroundings
+    do not tell which one is like the old record's (a "related" block copying it).
     """
-    hits, wanted = [], 0
+    wanted = 0
+    blocks: dict[int, set[str]] = {}
     for name, spec in bp.fields.items():
         v = old_raw[k].get(name)
         if not v or not _distinctive(old_raw, name)[k]:
             continue
         wanted += 1
-        found = [h for h in after.exact(v, spec.attr) if not any(after.contains(c, h) for c in outside)]
-        if found:
-            hits.append(found[0])
-    if not hits or len(hits) < min(2, wanted) or len(hits) * 2 < wanted:
+        for h in after.exact(v, spec.attr):
+            if any(after.contains(c, h) or after.contains(h, c) for c in containers):
+                continue
+            b = h
+            while True:
+                p = after.parent[b]
+                if p < 0 or any(after.contains(p, c) for c in containers) or _holds_others(after, p, k, old_raw, bp):
+                    break
+                b = p
+            if not _holds_others(after, b, k, old_raw, bp):
+                blocks.setdefault(b, set()).add(v)
+
+    def enough(vs: set[str]) -> bool:
+        return len(vs) * 2 >= wanted and (len(vs) >= min(2, wanted) or any(len(v) >= 8 and not is_weak(v) for v in vs))
+    good = [b for b, vs in blocks.items() if enough(vs)]
+    if not good:
         return None
-    return hits
+    nodes = []
+    for b in good:
+        inner = [i for i in range(b, after.end[b]) if after.tags[i] == tag]
+        if not inner:
+            return f"record {k + 1}'s old values are still on the page outside the containers found"
+        nodes.append(inner[0])
+    if len(nodes) == 1:
+        return nodes[0]
+    likeness = sorted(((jaccard(old_context, _context_words(after, n)), n) for n in nodes), reverse=True)
+    if likeness[0][0] - likeness[1][0] >= CONTEXT_MARGIN:
+        return likeness[0][1]
+    return f"record {k + 1}'s values are in {len(nodes)} places outside the containers found"
 
 
 def _holds_others(after: Page, node: int, k: int, old_raw: list, bp: Blueprint) -> bool:
@@ -76,24 +106,19 @@ def _item_node(after: Page, hits: list[int], tag: str, k: int, old_raw: list, bp
     return best
 
 
-def take_back_left_out(after: Page, tag: str, containers: list[int], records: list[int], old_raw: list,
-                       bp: Blueprint) -> tuple[list[int], list[int], str] | str | None:
+def take_back_left_out(before: Page, old_containers: list[int], after: Page, containers: list[int],
+                       records: list[int], old_raw: list, bp: Blueprint) -> tuple[list[int], list[int], str] | str | None:
     """(item nodes, records, selector) taking back the records left out; a reason to refuse; None when none is left out."""
+    tag = before.tags[old_containers[0]]
     left = [k for k in range(len(old_raw)) if k not in set(records)]
     back: dict[int, int] = {}
     for k in left:
-        hits = _values_block(after, old_raw, k, bp, containers)
-        if hits is None:
-            continue
-        block = hits[0]
-        while block >= 0 and not all(after.contains(block, h) for h in hits):
-            block = after.parent[block]
-        if block < 0 or _holds_others(after, block, k, old_raw, bp):
-            continue
-        node = _item_node(after, hits, tag, k, old_raw, bp, None)
-        if node is None:
-            return f"record {k + 1}'s old values are still on the page outside the containers found"
-        back[k] = node
+        node = _left_out_node(after, tag, k, old_raw, bp, containers,
+                              _context_words(before, old_containers[k]) if k < len(old_containers) else set())
+        if isinstance(node, str):
+            return node
+        if node is not None:
+            back[k] = node
     if not back:
         return None
     pairs: dict[int, int] = dict(back)
@@ -108,8 +133,10 @@ def take_back_left_out(after: Page, tag: str, containers: list[int], records: li
     nodes = [n for n, _k in ordered]
     if len(set(nodes)) != len(nodes):
         return "the records sit in more than one place and two of them share a node"
-    groups: dict[tuple, list[int]] = {}
-    for n in nodes:
+    # the records the containers found are one place (whatever their classes); those taken back,
+    # one place per kind of node and parent
+    groups: dict[tuple, list[int]] = {("found",): sorted(pairs[k] for k in records)}
+    for n in sorted(back.values()):
         groups.setdefault(_sig(after, n), []).append(n)
     if len(groups) > MAX_PLACES:
         return f"the records sit in {len(groups)} places"
