@@ -406,3 +406,27 @@ def test_a_featured_record_in_two_places_alike_is_refused():
     res = heal(bp, before, extract(before, bp).data, after)
     assert not res.ok, (res.reason, res.ok and extract(after, res.blueprint).data)
     assert "items" in res.reason
+
+
+# -- a label that was another field's value changes with it ---------------------------------------------
+
+def _glossary(entries: list[tuple[str, str]], decoy: str = "") -> str:
+    items = "".join(f"<dt>{t}</dt><dd>{m}</dd>" for t, m in entries)
+    return (f"<html><head><title>Glossary</title></head><body><div id='glossary'><dl class='docutils'>{items}</dl></div>"
+            f"{decoy}</body></html>")
+
+
+def test_a_term_and_its_meaning_changed_in_place_are_kept_though_a_copy_holds_the_old_meaning():
+    """The second entry's term and meaning both changed in place; a "You may also like" block copies
+    the old meaning. The meaning's label was the old term, itself a field: it changed with the term,
+    so the meaning still changed in place, and the blueprint is kept (no move into the copy)."""
+    entries = [("Backorder", "An item ordered while out of stock."), ("Bundle", "Two or more products sold together."),
+               ("Clearance", "Stock sold off at a reduced price.")]
+    before = _glossary(entries)
+    after = _glossary([entries[0], ("Bundle II", "Two or more products sold together. (new)"), entries[2]],
+                      decoy=f"<aside class='also'><h3>You may also like</h3><dl><dt>Bundle</dt><dd>{entries[1][1]}</dd></dl></aside>")
+    bp = _bp({"term": ("div#glossary dl.docutils dt:nth-of-type(2)", "str", None),
+              "meaning": ("div#glossary dl.docutils dd:nth-of-type(2)", "str", None)})
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data == {"term": "Bundle II", "meaning": "Two or more products sold together. (new)"}

@@ -40,6 +40,7 @@ from healerd.core.heal.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
+    norm_label,
     similarity,
     text_shape,
 )
@@ -377,7 +378,9 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
         return None
     if before is not None and before.exact(value, spec.attr):
         return None
-    if fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label:
+    if (fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label
+            and fp.label not in {norm_label(o) for o in others}):
+        # (a label that was another field's value, a glossary's term, changes with that field)
         return None
     if spec.attr and spec.attr in fp.attrs:
         # the field is this attribute: its value changing is the change itself, not unlikeness
