@@ -121,13 +121,12 @@ def _dev_rows(bench) -> list[dict]:
     return rows
 
 
-# What main's healer reaches on the development part (79 cases) today, rounded down: 32 of 38
-# healable cases healed, 13 of 14 negatives refused, 5 wrong answers (a negative whose old
-# positional selectors read another finding, a control changed twice, a featured record dropped
-# twice). A change that heals less or errs more fails here; one that does better should raise them.
-DEV_HEAL_FLOOR = 0.84
-DEV_NEGATIVES_REFUSED_FLOOR = 0.92
-DEV_MAX_WRONG = 5
+# What the healer reaches on the development part (79 cases), rounded down: every one of the 38
+# healable cases healed, all 14 negatives refused, every control kept, no wrong answer. A change
+# that heals less or errs at all fails here.
+DEV_HEAL_FLOOR = 1.0
+DEV_NEGATIVES_REFUSED_FLOOR = 1.0
+DEV_MAX_WRONG = 0
 
 
 def test_dev_part_heal_floor():

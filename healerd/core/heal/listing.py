@@ -9,6 +9,7 @@ all. Ambiguities are refused with one line naming what was ambiguous.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
@@ -22,6 +23,7 @@ from healerd.core.heal.fingerprint import (
     Page,
     fingerprint,
 )
+from healerd.core.heal.listing_anchor import one_field_reads_every_record
 from healerd.core.heal.listing_containers import (
     _containers_by_shape,
     _containers_hold_records,
@@ -32,6 +34,10 @@ from healerd.core.heal.listing_containers import (
 )
 from healerd.core.heal.listing_fields import _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
+from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
+from healerd.core.heal.listing_siblings import all_of_tag, through_siblings_change
+from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
+from healerd.core.heal.moved_attr import other_attr_listing
 from healerd.core.heal.selectors import (
     items_selector,
     lexbor_first_in,
@@ -65,10 +71,13 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
     cur = [after.index_of(n) for n in after.tree.css(bp.items)]
     items_css = bp.items
     by_values = False     # containers found by the old values (not the old items selector, not by shape)
-    if _containers_hold_records(after, cur, old_raw, bp):
+    reader = None if _containers_hold_records(after, cur, old_raw, bp) else one_field_reads_every_record(
+        after, cur, old_raw, bp)
+    if reader is not None or _containers_hold_records(after, cur, old_raw, bp):
         containers = cur
         records = list(range(len(cur)))
-        details["items"] = {"status": "kept", "why": "old items selector still finds the records"}
+        details["items"] = {"status": "kept", "why": "old items selector still finds the records" + (
+            f" (field {reader!r} reads every record's old value in them)" if reader else "")}
     else:
         found = _find_containers(after, old_raw, bp, _context_words(before, old_containers[0]),
                                  _passed_over_context(before, old_containers, old_raw, bp))
@@ -108,6 +117,15 @@ def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_rec
                 return HealResult(False, None, "cannot heal: items (no selector picks out the record containers)",
                                   {}, details=details)
             details["items"] = {"status": "healed", "selector": items_css, "count": len(containers), "why": why}
+        if by_values and records is not None and len(records) < len(old_raw) and old_list_in_places(before, old_containers):
+            back = take_back_left_out(before, old_containers, after, containers, records, old_raw, bp)
+            if isinstance(back, str):
+                details["items"] = {"status": "ambiguous", "why": back}
+                return HealResult(False, None, f"cannot heal: items ({back})", {}, details=details)
+            if back is not None:
+                containers, records, items_css = back
+                details["items"] = {"status": "healed", "selector": items_css, "count": len(containers),
+                                    "why": f"{why}, and the records the old list read in another place"}
 
     res = _fields_stage(bp, before, old_containers, after, containers, records, old_raw, fps, old_kind, shared,
                         items_css, details)
@@ -176,9 +194,37 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
                                                       old_kind)
         if status == "healed" and css and css != spec.css and _same_nodes(after, containers, css, spec.css):
             status, css, why = "kept", spec.css, f"{why}; the old selector gives the same nodes"
+        new_attr = (other_attr_listing(after, containers, [old_raw[r].get(name) for r in records], spec.attr)
+                    if status == "gone" and records is not None else None)
+        if new_attr is not None:
+            # the old values now sit in another attribute (a date moved from abbr[title] to time[datetime])
+            spec = replace(spec, attr=new_attr)
+            status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec,
+                                                          fps.get(name), old_kind)
+            why = f"{why}, now in the attribute {new_attr!r}"
+            status = "healed" if status == "kept" else status    # the field changed: its attribute
+            info = {**info, "attr": new_attr, "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
+        labelled = by_old_label(after, containers, spec, fps.get(name), old_kind[name]) if status in (
+            "gone", "ambiguous") and no_old_value_left(after, old_raw, name, spec.attr) else None
+        if labelled is not None:
+            status, css, why = "healed", labelled, f"values changed; found by its label {fps[name].label!r} ({why})"
+            info = {"selector": labelled, "confidence": 0.55}
         decisions[name] = (status, why)
         details[name] = {"status": status, "why": why, **info}
         if css:
+            new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+    # fields whose values changed, judged through the change of node their siblings found by value show
+    by_value = {n: new_fields[n].css for n, (st, _w) in decisions.items() if st in ("healed", "kept") and n in new_fields}
+    for name, spec in bp.fields.items():
+        carried = through_siblings_change(after, containers, fps, name, by_value) if decisions[name][0] == "gone" else None
+        if carried is None:
+            continue
+        status, css, why, info = _field_in_containers(after, containers, records, old_raw, name, spec, carried, old_kind)
+        if status == "healed" and css and all_of_tag(after, containers, css, carried.tag):
+            why = f"{why} (judged through the change of node its sibling fields show)"
+            decisions[name] = (status, why)
+            details[name] = {"status": status, "why": why, **info,
+                             "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
             new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
     # fields whose values changed follow the field they shared a node with
     for name, spec in bp.fields.items():
@@ -203,7 +249,8 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
         return HealResult(False, None, reason, {}, details=details,
                           candidate=_proposal(bp, after, gone, decisions, details, new_fields, items_css, containers,
                                               old_raw))
-    changed = {n: new_fields[n].css for n in names if new_fields[n].css != bp.fields[n].css}
+    changed = {n: new_fields[n].css for n in names
+               if new_fields[n].css != bp.fields[n].css or new_fields[n].attr != bp.fields[n].attr}
     if items_css != bp.items:
         changed["items"] = items_css
     if not changed:

@@ -162,7 +162,9 @@ def _changed_values_in_containers(after: Page, containers: list[int], spec: Fiel
         return "gone", None, f"values changed; {best.css!r} finds unlike nodes (likeness {best.sim:.2f})", {}
     if best.foreign > 0.2:
         return "gone", None, f"values changed; {best.css!r} finds nodes that were another part of the old records", {}
-    if runner is not None and best.score - runner.score < MARGIN:
+    # the old selector itself ahead: its loosened forms are no rival evidence (they only widen it),
+    # so a loosened form giving other nodes nearly as well does not make the old selector doubtful
+    if runner is not None and best.score - runner.score < MARGIN and not (best.order == 0 and best.css == spec.css):
         return "ambiguous", None, (f"values changed; {best.css!r} and {runner.css!r} both give values of the old kind "
                                    f"({best.score:.2f} vs {runner.score:.2f})"), {"proposal": best.css}
     if kind.single:

@@ -22,6 +22,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.page_body import in_body_unless_head
 
 
 @dataclass
@@ -120,6 +121,7 @@ def _exact_candidates(fp, value, attr, after: Page, partner_values, within) -> l
             out.append(_best_of_chain(fp, after, members, attr, partner_values, 2.0))
             if len(out) >= 50:
                 break
+    out = in_body_unless_head(after, fp, out, lambda c: c.node)
     out.sort(key=lambda c: (-c.score, c.node))
     return out
 
@@ -135,6 +137,7 @@ def _near_candidates(fp, value, attr, after: Page, partner_values, within) -> li
         c = _best_of_chain(fp, after, members, attr, partner_values, 1.0 + closeness)
         c.kind, c.closeness = "near", closeness
         out.append(c)
+    out = in_body_unless_head(after, fp, out, lambda c: c.node)
     out.sort(key=lambda c: (-c.score, c.node))
     return out
 

@@ -40,9 +40,11 @@ from healerd.core.heal.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
+    norm_label,
     similarity,
     text_shape,
 )
+from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.selectors import relaxed_first, single_selector
 from healerd.core.heal.single_candidates import (
     Candidate,
@@ -119,6 +121,30 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                 details[name] = _detail("healed", c, None, f"same node as field {p!r}", after, spec)
                 break
 
+    # an attribute field whose old value is now carried by another attribute (a date moved from
+    # abbr[title] to time[datetime]): located again through that attribute, at a lower confidence
+    moved: dict[str, str] = {}
+    for name, (status, _cand, _why) in list(decisions.items()):
+        spec = bp.fields[name]
+        new_attr = other_attr_single(after, old_raw.get(name), spec.attr) if status == "gone" else None
+        if new_attr is None or name not in fps:
+            continue
+        others = {v for m, v in old_raw.items() if m != name and v}
+        st, cand, why, runner = _locate(fps[name], old_raw[name], replace(spec, attr=new_attr), after, None, {},
+                                        [], others, before)
+        lone = lone_carrier(after, old_raw[name], new_attr) if st == "gone" else None
+        if lone is not None:
+            # the value is no chance value and one node alone carries it: the field moved with it,
+            # whatever the node looks like now (the theme that moved the attribute changed the markup)
+            st, why = "healed", "the old value, carried by one node alone"
+            cand = Candidate(lone, 1.0, similarity(fps[name], after, lone), False, "moved")
+        if st == "healed" and cand is not None:
+            cand.kind = "moved"
+            why = f"{why}, now in its attribute {new_attr!r} (no longer in {spec.attr!r})"
+            moved[name] = new_attr
+            decisions[name] = ("healed", cand, why)
+            details[name] = {**_detail("healed", cand, runner, why, after, spec), "attr": new_attr}
+
     _drop_collisions_single(bp, after, old_nodes, decisions, details)
     _settle_optional_single(bp, after, decisions, details)
     gone = [n for n, (st, _, _) in decisions.items() if st in ("gone", "ambiguous")]
@@ -134,17 +160,18 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         if status != "healed" or cand is None:
             continue
         spec = bp.fields[name]
-        if cand.node == after.index_of(root_a.css_first(spec.css)):
+        attr = moved.get(name, spec.attr)
+        if cand.node == after.index_of(root_a.css_first(spec.css)) and name not in moved:
             continue   # the old selector already gives this node: nothing to change
-        key = (cand.node, spec.attr)
+        key = (cand.node, attr)
         if key not in selector_for_node:
-            selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=spec.attr)
+            selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=attr)
                                       or relaxed_first(after, spec.css, cand.node))
         css = selector_for_node[key]
         if css is None:
             details.setdefault(name, {})["why"] = "found the node but no selector picks it out"
             return _refusal([name], {**decisions, name: ("gone", None, "no unique selector")}, details)
-        new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+        new_fields[name] = FieldSpec(name, css, spec.type, attr, spec.required)
         changed[name] = css
         details[name]["selector"] = css
     if not changed:
@@ -166,7 +193,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     check = extract(after.tree, new_bp).raw
     for name in changed:
         cand = decisions[name][1]
-        if check.get(name) != after.value(cand.node, bp.fields[name].attr):
+        if check.get(name) != after.value(cand.node, moved.get(name, bp.fields[name].attr)):
             return _refusal([name], decisions, details, note="verification failed")
     conf = min(_confidence(decisions[n][1]) for n in changed)
     summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
@@ -283,9 +310,20 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
     if cur is not None and after.value(cur, spec.attr):
         sim = similarity(fp, after, cur)
         same_label = bool(fp.label) and after.label(cur) == fp.label
-        if sim >= MIN_SIM_KEEP and (same_label or not fp.label):
+        shown = _shown_before(before, after.value(cur, spec.attr), spec.attr)
+        if sim >= MIN_SIM_KEEP and (same_label or not fp.label) and not shown:
             return "kept", None, "value changed in place (same node kind)", None
+        if shown:
+            return "gone", None, (f"the old value is nowhere on the page, and the old selector now reads {shown}, "
+                                  "which the last good page showed elsewhere (another record in its place?)"), None
     return "gone", None, "the old value is nowhere on the page", None
+
+
+def _shown_before(before: Page | None, value: str | None, attr: str | None) -> str:
+    """The value, quoted, when it is no chance value and the last good page showed it; else ""."""
+    if before is None or not value or is_weak(value) or not before.exact(value, attr):
+        return ""
+    return _short(value)
 
 
 def _key_beside(page: Page, i: int | None) -> str:
@@ -340,7 +378,9 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
         return None
     if before is not None and before.exact(value, spec.attr):
         return None
-    if fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label:
+    if (fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label
+            and fp.label not in {norm_label(o) for o in others}):
+        # (a label that was another field's value, a glossary's term, changes with that field)
         return None
     if spec.attr and spec.attr in fp.attrs:
         # the field is this attribute: its value changing is the change itself, not unlikeness
