@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.extract import parse_html
+from healerd.core.heal.page_text import collapsed_texts
 
 MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
 LABEL_MAX = 60                   # a label is short text
@@ -100,8 +102,6 @@ class Page:
         self.children: list[list[int]] = [[] for _ in range(n)]
         self.tags = [node.tag or "" for node in self.nodes]
         self.attrs = [dict(node.attributes) for node in self.nodes]
-        # collapse() inlined: a big page has tens of thousands of elements, and the call costs as much
-        self.texts = [" ".join(t.split()) if t else "" for t in (node.text(deep=True, separator="") for node in self.nodes)]
         pos, parent, depth, children = self.pos, self.parent, self.depth, self.children
         for i, node in enumerate(self.nodes):
             par = node.parent
@@ -111,21 +111,46 @@ class Page:
                 depth[i] = depth[p] + 1
                 children[p].append(i)
         self.end = self._subtree_ends()
-        self.text_index: dict[str, list[int]] = {}
+        self._attr_index: dict[str, dict[str, list[int]]] = {}
+        self._labels: dict[int, tuple[str, str]] = {}
+
+    # The text and class indexes are built on first use, once: a page that needs no healing
+    # (the old blueprint still works) or is only read for a few fingerprints never builds them.
+    @cached_property
+    def texts(self) -> list[str]:
+        """Each element's collapsed text, joined bottom-up (a wrapper's text is never collapsed whole again)."""
+        return collapsed_texts(self.nodes, self.pos, self.children)
+
+    @cached_property
+    def text_index(self) -> dict[str, list[int]]:
+        """Collapsed text (up to MAX_INDEXED_TEXT characters) -> the elements carrying it, in document order."""
+        index: dict[str, list[int]] = {}
+        get = index.get
         for i, t in enumerate(self.texts):
             if t and len(t) <= MAX_INDEXED_TEXT:
-                self.text_index.setdefault(t, []).append(i)
-        self._attr_index: dict[str, dict[str, list[int]]] = {}
-        self._labels: dict[int, str] = {}
-        self.by_tag: dict[str, list[int]] = {}
-        self.by_class: dict[str, list[int]] = {}
-        by_tag, by_class = self.by_tag, self.by_class
-        for i, (tag, a) in enumerate(zip(self.tags, self.attrs)):
+                hits = get(t)
+                if hits is None:
+                    index[t] = [i]
+                else:
+                    hits.append(i)
+        return index
+
+    @cached_property
+    def by_tag(self) -> dict[str, list[int]]:
+        by_tag: dict[str, list[int]] = {}
+        for i, tag in enumerate(self.tags):
             by_tag.setdefault(tag, []).append(i)
+        return by_tag
+
+    @cached_property
+    def by_class(self) -> dict[str, list[int]]:
+        by_class: dict[str, list[int]] = {}
+        for i, a in enumerate(self.attrs):
             cls = a.get("class")
             if cls:
                 for c in set(cls.split()):
                     by_class.setdefault(c, []).append(i)
+        return by_class
 
     def _subtree_ends(self) -> list[int]:
         """end[i]: one past the last element index inside i's subtree."""
