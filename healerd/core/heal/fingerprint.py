@@ -10,6 +10,7 @@ compares a fingerprint with a node of the current page.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,6 +21,7 @@ from healerd.core.heal.page_text import collapsed_texts
 
 MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
 LABEL_MAX = 60                   # a label is short text
+WALK_AFTER = 32                  # containers one selector is asked of one by one before its matches are read at once
 _WORD = re.compile(r"[a-z]+|\d+")
 _NUM = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
 _MONEY = re.compile(r"^[^\d\s]{0,3}\s?-?\d[\d,]*(\.\d+)?\s?[^\d\s]{0,3}$")
@@ -94,32 +96,33 @@ class Page:
 
     def __init__(self, html: str | bytes | LexborHTMLParser):
         self.tree = html if isinstance(html, LexborHTMLParser) else parse_html(html)
-        self.nodes = self.tree.css("*")
-        self.pos = {n.mem_id: i for i, n in enumerate(self.nodes)}
-        n = len(self.nodes)
-        self.parent = [-1] * n
-        self.depth = [0] * n
-        self.children: list[list[int]] = [[] for _ in range(n)]
-        self.tags = [node.tag or "" for node in self.nodes]
-        self.attrs = [dict(node.attributes) for node in self.nodes]
-        pos, parent, depth, children = self.pos, self.parent, self.depth, self.children
-        for i, node in enumerate(self.nodes):
-            par = node.parent
-            p = pos.get(par.mem_id, -1) if par is not None else -1
-            parent[i] = p
+        nodes = self.nodes = self.tree.css("*")
+        n = len(nodes)
+        pos = self.pos = {node.mem_id: i for i, node in enumerate(nodes)}
+        self.tags = [node.tag or "" for node in nodes]
+        self.attrs = [dict(node.attributes) for node in nodes]
+        get = pos.get
+        parent = self.parent = [-1 if (par := node.parent) is None else get(par.mem_id, -1) for node in nodes]
+        depth = self.depth = [0] * n
+        children: list[list[int]] = [[] for _ in range(n)]
+        self.children = children
+        for i, p in enumerate(parent):
             if p >= 0:
                 depth[i] = depth[p] + 1
                 children[p].append(i)
         self.end = self._subtree_ends()
         self._attr_index: dict[str, dict[str, list[int]]] = {}
         self._labels: dict[int, tuple[str, str]] = {}
+        self._first: dict[tuple[int, str], int | None] = {}     # (container, css) -> first match
+        self._asked: dict[str, int] = {}                        # css -> containers asked by css_first
+        self._matches: dict[str, list[int]] = {}                # css -> every match, read over the whole page
 
     # The text and class indexes are built on first use, once: a page that needs no healing
     # (the old blueprint still works) or is only read for a few fingerprints never builds them.
     @cached_property
     def texts(self) -> list[str]:
         """Each element's collapsed text, joined bottom-up (a wrapper's text is never collapsed whole again)."""
-        return collapsed_texts(self.nodes, self.pos, self.children)
+        return collapsed_texts(self.nodes, self.pos, self.parent)
 
     @cached_property
     def text_index(self) -> dict[str, list[int]]:
@@ -171,11 +174,13 @@ class Page:
         return anc <= i < self.end[anc]
 
     def ancestors(self, i: int, limit: int = 1000) -> list[int]:
+        parent = self.parent
         out = []
-        p = self.parent[i]
-        while p >= 0 and len(out) < limit:
+        p = parent[i]
+        while p >= 0 and limit > 0:
             out.append(p)
-            p = self.parent[p]
+            p = parent[p]
+            limit -= 1
         return out
 
     def sibling_index(self, i: int) -> tuple[int, int]:
@@ -196,6 +201,33 @@ class Page:
     def index_of(self, node) -> int | None:
         return None if node is None else self.pos.get(node.mem_id)
 
+    def first_in(self, container: int, css: str) -> int | None:
+        """The first element matching `css` in container's subtree, the container included: lexbor's
+        `css_first` from it, asked once per (container, css).
+
+        lexbor matches a selector against the whole document (its ancestors too), wherever the
+        search starts; so once one selector was asked of more than WALK_AFTER containers (a field
+        checked in every record of a big listing), its matches are read in one pass over the
+        page and each container's first is the first of them inside its subtree.
+        """
+        key = (container, css)
+        if key in self._first:
+            return self._first[key]
+        hits = self._matches.get(css)
+        if hits is None:
+            asked = self._asked[css] = self._asked.get(css, 0) + 1
+            if asked > WALK_AFTER:
+                pos = self.pos
+                hits = self._matches[css] = sorted(i for i in (pos.get(n.mem_id) for n in self.tree.css(css))
+                                                   if i is not None)
+        if hits is None:
+            got = self.index_of(self.nodes[container].css_first(css))
+        else:
+            k = bisect_left(hits, container)
+            got = hits[k] if k < len(hits) and hits[k] < self.end[container] else None
+        self._first[key] = got
+        return got
+
     # -- value look-ups ------------------------------------------------------
     def attr_index(self, attr: str) -> dict[str, list[int]]:
         idx = self._attr_index.get(attr)
@@ -210,9 +242,13 @@ class Page:
 
     def exact(self, value: str, attr: str | None, within: int | None = None) -> list[int]:
         """Elements whose value (text or attribute) equals `value`, optionally inside `within`."""
-        hits = (self.attr_index(attr) if attr else self.text_index).get(value, [])
+        hits = (self.attr_index(attr) if attr else self.text_index).get(value)
+        if hits is None:
+            return []
         if within is not None:
-            hits = [i for i in hits if self.contains(within, i)]
+            # the index lists are in document order: the subtree's hits are one slice of them
+            lo = bisect_left(hits, within)
+            return hits[lo:bisect_left(hits, self.end[within], lo)]
         return hits
 
     def near(self, value: str, attr: str | None, within: int | None = None, limit: int = 50) -> list[tuple[int, float]]:

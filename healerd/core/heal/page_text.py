@@ -58,27 +58,40 @@ def join(pieces: list[Piece]) -> Piece:
     return Piece("".join(parts), size, lead, trail)
 
 
-def collapsed_texts(nodes: list[Any], pos: dict[int, int], children: list[list[int]]) -> list[str]:
+def collapsed_texts(nodes: list[Any], pos: dict[int, int], parent: list[int]) -> list[str]:
     """Each element's collapsed `text(deep=True, separator="")`, in the order of `nodes` (document order).
 
-    `pos` maps a node's `mem_id` to its index, `children[i]` lists i's element children.
+    `pos` maps a node's `mem_id` to its index, `parent[i]` is i's parent's index (-1 for none).
     Elements are read in reverse document order, so a node's children are done before it.
     """
     n = len(nodes)
-    pieces: list[Piece] = [_EMPTY] * n
+    texts = [""] * n
+    size = [0] * n             # raw length
+    lead = [False] * n         # raw text starts with white space
+    trail = [False] * n        # raw text ends with white space
+    below = [0] * n            # raw length under the element children
     for i in range(n - 1, -1, -1):
-        kids = children[i]
-        if kids and sum(pieces[k].size for k in kids) >= JOIN_FROM:
+        if below[i] >= JOIN_FROM:
             parts: list[Piece] = []
             for child in nodes[i].iter(include_text=True):
                 k = pos.get(child.mem_id)
                 if k is not None:
-                    parts.append(pieces[k])
+                    parts.append(Piece(texts[k], size[k], lead[k], trail[k]))
                 elif child.is_text_node:
                     parts.append(piece(child.text_content or ""))
                 elif child.is_element_node:     # an element the index does not hold
                     parts.append(piece(child.text(deep=True, separator="")))
-            pieces[i] = join(parts)
+            got = join(parts)
+            texts[i], s, lead[i], trail[i] = got.text, got.size, got.lead, got.trail
         else:
-            pieces[i] = piece(nodes[i].text(deep=True, separator=""))
-    return [p.text for p in pieces]
+            raw = nodes[i].text(deep=True, separator="")
+            s = len(raw)
+            if s:
+                texts[i] = " ".join(raw.split())
+                lead[i] = raw[0].isspace()
+                trail[i] = raw[-1].isspace()
+        size[i] = s
+        p = parent[i]
+        if p >= 0:
+            below[p] += s
+    return texts
