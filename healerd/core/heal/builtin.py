@@ -23,6 +23,7 @@ from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.listing import (
     _heal_items,
 )
+from healerd.core.heal.page_extract import extract_on
 from healerd.core.heal.placeholder import placeholder_field
 from healerd.core.heal.single_record import (
     _heal_single,
@@ -37,7 +38,7 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         return HealResult(False, None, "code blueprint: the built-in healer repairs CSS selectors only", {})
     before = Page(before_html)
     after = Page(after_html)
-    old = extract(before.tree, blueprint)
+    old = extract_on(before, blueprint)
     if not _records_match_shape(old_records, blueprint):
         return HealResult(False, None, "old records do not have the blueprint's shape", {})
     if not _holds_values(old_records, blueprint):
@@ -55,7 +56,7 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
     got, res.extracted = res.extracted, None
     if res.ok and res.blueprint is not None:
         if got is None:
-            got = now.raw if res.blueprint is blueprint else extract(after.tree, res.blueprint).raw
+            got = now.raw if res.blueprint is blueprint else extract_on(after, res.blueprint).raw
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden

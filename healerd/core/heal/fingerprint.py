@@ -148,11 +148,16 @@ class Page:
     @cached_property
     def by_class(self) -> dict[str, list[int]]:
         by_class: dict[str, list[int]] = {}
+        get = by_class.get
         for i, a in enumerate(self.attrs):
             cls = a.get("class")
             if cls:
                 for c in set(cls.split()):
-                    by_class.setdefault(c, []).append(i)
+                    hits = get(c)
+                    if hits is None:
+                        by_class[c] = [i]
+                    else:
+                        hits.append(i)
         return by_class
 
     def _subtree_ends(self) -> list[int]:
@@ -210,23 +215,38 @@ class Page:
         checked in every record of a big listing), its matches are read in one pass over the
         page and each container's first is the first of them inside its subtree.
         """
-        key = (container, css)
-        if key in self._first:
-            return self._first[key]
         hits = self._matches.get(css)
         if hits is None:
+            key = (container, css)
+            if key in self._first:
+                return self._first[key]
             asked = self._asked[css] = self._asked.get(css, 0) + 1
-            if asked > WALK_AFTER:
-                pos = self.pos
-                hits = self._matches[css] = sorted(i for i in (pos.get(n.mem_id) for n in self.tree.css(css))
-                                                   if i is not None)
+            if asked <= WALK_AFTER:
+                got = self._first[key] = self.index_of(self.nodes[container].css_first(css))
+                return got
+            hits = self._all_matches(css)
+        k = bisect_left(hits, container)
+        return hits[k] if k < len(hits) and hits[k] < self.end[container] else None
+
+    def first_in_each(self, containers: list[int], css: str) -> list[int | None]:
+        """`first_in` for each container: one pass over the page for more than WALK_AFTER of them."""
+        if len(containers) <= WALK_AFTER and css not in self._matches:
+            return [self.first_in(c, css) for c in containers]
+        hits, end = self._all_matches(css), self.end
+        out: list[int | None] = []
+        for c in containers:
+            k = bisect_left(hits, c)
+            out.append(hits[k] if k < len(hits) and hits[k] < end[c] else None)
+        return out
+
+    def _all_matches(self, css: str) -> list[int]:
+        """Every element matching `css`, in document order (one lexbor pass over the page, kept)."""
+        hits = self._matches.get(css)
         if hits is None:
-            got = self.index_of(self.nodes[container].css_first(css))
-        else:
-            k = bisect_left(hits, container)
-            got = hits[k] if k < len(hits) and hits[k] < self.end[container] else None
-        self._first[key] = got
-        return got
+            pos = self.pos
+            hits = self._matches[css] = sorted(i for i in (pos.get(n.mem_id) for n in self.tree.css(css))
+                                               if i is not None)
+        return hits
 
     # -- value look-ups ------------------------------------------------------
     def attr_index(self, attr: str) -> dict[str, list[int]]:
