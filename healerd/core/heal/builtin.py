@@ -16,6 +16,7 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
+from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
 )
@@ -32,6 +33,7 @@ from healerd.core.heal.single_record import (
 __all__ = ["HealResult", "heal"]
 
 
+@collector_paused
 def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict], after_html: str) -> HealResult:
     """Repair `blueprint` for `after_html`, or refuse naming the fields whose data is gone."""
     if blueprint.parser or any(f.css is None for f in blueprint.fields.values()):
