@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -23,6 +23,7 @@ MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
 LABEL_MAX = 60                   # a label is short text
 WALK_AFTER = 32                  # containers one selector is asked of one by one before its matches are read at once
 _WORD = re.compile(r"[a-z]+|\d+")
+_CASE_STEP = re.compile(r"([a-z])([A-Z])")
 _NUM = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
 _MONEY = re.compile(r"^[^\d\s]{0,3}\s?-?\d[\d,]*(\.\d+)?\s?[^\d\s]{0,3}$")
 _DATE = re.compile(
@@ -60,8 +61,14 @@ def words(*parts: str) -> set[str]:
     out: set[str] = set()
     for part in parts:
         if part:
-            out.update(_WORD.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", part).lower()))
+            out.update(_part_words(part))
     return out
+
+
+@lru_cache(maxsize=4096)
+def _part_words(part: str) -> frozenset[str]:
+    """One part's words (a page repeats its class names: each is split once)."""
+    return frozenset(_WORD.findall(_CASE_STEP.sub(r"\1 \2", part).lower()))
 
 
 def jaccard(a: set, b: set) -> float:
