@@ -16,6 +16,7 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
+from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
 )
@@ -23,6 +24,7 @@ from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.listing import (
     _heal_items,
 )
+from healerd.core.heal.page_extract import extract_on
 from healerd.core.heal.placeholder import placeholder_field
 from healerd.core.heal.single_record import (
     _heal_single,
@@ -31,13 +33,14 @@ from healerd.core.heal.single_record import (
 __all__ = ["HealResult", "heal"]
 
 
+@collector_paused
 def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict], after_html: str) -> HealResult:
     """Repair `blueprint` for `after_html`, or refuse naming the fields whose data is gone."""
     if blueprint.parser or any(f.css is None for f in blueprint.fields.values()):
         return HealResult(False, None, "code blueprint: the built-in healer repairs CSS selectors only", {})
     before = Page(before_html)
     after = Page(after_html)
-    old = extract(before.tree, blueprint)
+    old = extract_on(before, blueprint)
     if not _records_match_shape(old_records, blueprint):
         return HealResult(False, None, "old records do not have the blueprint's shape", {})
     if not _holds_values(old_records, blueprint):
@@ -55,7 +58,7 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
     got, res.extracted = res.extracted, None
     if res.ok and res.blueprint is not None:
         if got is None:
-            got = now.raw if res.blueprint is blueprint else extract(after.tree, res.blueprint).raw
+            got = now.raw if res.blueprint is blueprint else extract_on(after, res.blueprint).raw
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden

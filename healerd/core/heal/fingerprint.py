@@ -10,15 +10,20 @@ compares a fingerprint with a node of the current page.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.extract import parse_html
+from healerd.core.heal.page_text import collapsed_texts
 
 MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
 LABEL_MAX = 60                   # a label is short text
+WALK_AFTER = 32                  # containers one selector is asked of one by one before its matches are read at once
 _WORD = re.compile(r"[a-z]+|\d+")
+_CASE_STEP = re.compile(r"([a-z])([A-Z])")
 _NUM = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
 _MONEY = re.compile(r"^[^\d\s]{0,3}\s?-?\d[\d,]*(\.\d+)?\s?[^\d\s]{0,3}$")
 _DATE = re.compile(
@@ -56,8 +61,14 @@ def words(*parts: str) -> set[str]:
     out: set[str] = set()
     for part in parts:
         if part:
-            out.update(_WORD.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", part).lower()))
+            out.update(_part_words(part))
     return out
+
+
+@lru_cache(maxsize=4096)
+def _part_words(part: str) -> frozenset[str]:
+    """One part's words (a page repeats its class names: each is split once)."""
+    return frozenset(_WORD.findall(_CASE_STEP.sub(r"\1 \2", part).lower()))
 
 
 def jaccard(a: set, b: set) -> float:
@@ -92,40 +103,69 @@ class Page:
 
     def __init__(self, html: str | bytes | LexborHTMLParser):
         self.tree = html if isinstance(html, LexborHTMLParser) else parse_html(html)
-        self.nodes = self.tree.css("*")
-        self.pos = {n.mem_id: i for i, n in enumerate(self.nodes)}
-        n = len(self.nodes)
-        self.parent = [-1] * n
-        self.depth = [0] * n
-        self.children: list[list[int]] = [[] for _ in range(n)]
-        self.tags = [node.tag or "" for node in self.nodes]
-        self.attrs = [dict(node.attributes) for node in self.nodes]
-        # collapse() inlined: a big page has tens of thousands of elements, and the call costs as much
-        self.texts = [" ".join(t.split()) if t else "" for t in (node.text(deep=True, separator="") for node in self.nodes)]
-        pos, parent, depth, children = self.pos, self.parent, self.depth, self.children
-        for i, node in enumerate(self.nodes):
-            par = node.parent
-            p = pos.get(par.mem_id, -1) if par is not None else -1
-            parent[i] = p
+        nodes = self.nodes = self.tree.css("*")
+        n = len(nodes)
+        pos = self.pos = {node.mem_id: i for i, node in enumerate(nodes)}
+        self.tags = [node.tag or "" for node in nodes]
+        self.attrs = [dict(node.attributes) for node in nodes]
+        get = pos.get
+        parent = self.parent = [-1 if (par := node.parent) is None else get(par.mem_id, -1) for node in nodes]
+        depth = self.depth = [0] * n
+        children: list[list[int]] = [[] for _ in range(n)]
+        self.children = children
+        for i, p in enumerate(parent):
             if p >= 0:
                 depth[i] = depth[p] + 1
                 children[p].append(i)
         self.end = self._subtree_ends()
-        self.text_index: dict[str, list[int]] = {}
+        self._attr_index: dict[str, dict[str, list[int]]] = {}
+        self._labels: dict[int, tuple[str, str]] = {}
+        self._first: dict[tuple[int, str], int | None] = {}     # (container, css) -> first match
+        self._asked: dict[str, int] = {}                        # css -> containers asked by css_first
+        self._matches: dict[str, list[int]] = {}                # css -> every match, read over the whole page
+
+    # The text and class indexes are built on first use, once: a page that needs no healing
+    # (the old blueprint still works) or is only read for a few fingerprints never builds them.
+    @cached_property
+    def texts(self) -> list[str]:
+        """Each element's collapsed text, joined bottom-up (a wrapper's text is never collapsed whole again)."""
+        return collapsed_texts(self.nodes, self.pos, self.parent)
+
+    @cached_property
+    def text_index(self) -> dict[str, list[int]]:
+        """Collapsed text (up to MAX_INDEXED_TEXT characters) -> the elements carrying it, in document order."""
+        index: dict[str, list[int]] = {}
+        get = index.get
         for i, t in enumerate(self.texts):
             if t and len(t) <= MAX_INDEXED_TEXT:
-                self.text_index.setdefault(t, []).append(i)
-        self._attr_index: dict[str, dict[str, list[int]]] = {}
-        self._labels: dict[int, str] = {}
-        self.by_tag: dict[str, list[int]] = {}
-        self.by_class: dict[str, list[int]] = {}
-        by_tag, by_class = self.by_tag, self.by_class
-        for i, (tag, a) in enumerate(zip(self.tags, self.attrs)):
+                hits = get(t)
+                if hits is None:
+                    index[t] = [i]
+                else:
+                    hits.append(i)
+        return index
+
+    @cached_property
+    def by_tag(self) -> dict[str, list[int]]:
+        by_tag: dict[str, list[int]] = {}
+        for i, tag in enumerate(self.tags):
             by_tag.setdefault(tag, []).append(i)
+        return by_tag
+
+    @cached_property
+    def by_class(self) -> dict[str, list[int]]:
+        by_class: dict[str, list[int]] = {}
+        get = by_class.get
+        for i, a in enumerate(self.attrs):
             cls = a.get("class")
             if cls:
                 for c in set(cls.split()):
-                    by_class.setdefault(c, []).append(i)
+                    hits = get(c)
+                    if hits is None:
+                        by_class[c] = [i]
+                    else:
+                        hits.append(i)
+        return by_class
 
     def _subtree_ends(self) -> list[int]:
         """end[i]: one past the last element index inside i's subtree."""
@@ -146,11 +186,13 @@ class Page:
         return anc <= i < self.end[anc]
 
     def ancestors(self, i: int, limit: int = 1000) -> list[int]:
+        parent = self.parent
         out = []
-        p = self.parent[i]
-        while p >= 0 and len(out) < limit:
+        p = parent[i]
+        while p >= 0 and limit > 0:
             out.append(p)
-            p = self.parent[p]
+            p = parent[p]
+            limit -= 1
         return out
 
     def sibling_index(self, i: int) -> tuple[int, int]:
@@ -171,6 +213,48 @@ class Page:
     def index_of(self, node) -> int | None:
         return None if node is None else self.pos.get(node.mem_id)
 
+    def first_in(self, container: int, css: str) -> int | None:
+        """The first element matching `css` in container's subtree, the container included: lexbor's
+        `css_first` from it, asked once per (container, css).
+
+        lexbor matches a selector against the whole document (its ancestors too), wherever the
+        search starts; so once one selector was asked of more than WALK_AFTER containers (a field
+        checked in every record of a big listing), its matches are read in one pass over the
+        page and each container's first is the first of them inside its subtree.
+        """
+        hits = self._matches.get(css)
+        if hits is None:
+            key = (container, css)
+            if key in self._first:
+                return self._first[key]
+            asked = self._asked[css] = self._asked.get(css, 0) + 1
+            if asked <= WALK_AFTER:
+                got = self._first[key] = self.index_of(self.nodes[container].css_first(css))
+                return got
+            hits = self._all_matches(css)
+        k = bisect_left(hits, container)
+        return hits[k] if k < len(hits) and hits[k] < self.end[container] else None
+
+    def first_in_each(self, containers: list[int], css: str) -> list[int | None]:
+        """`first_in` for each container: one pass over the page for more than WALK_AFTER of them."""
+        if len(containers) <= WALK_AFTER and css not in self._matches:
+            return [self.first_in(c, css) for c in containers]
+        hits, end = self._all_matches(css), self.end
+        out: list[int | None] = []
+        for c in containers:
+            k = bisect_left(hits, c)
+            out.append(hits[k] if k < len(hits) and hits[k] < end[c] else None)
+        return out
+
+    def _all_matches(self, css: str) -> list[int]:
+        """Every element matching `css`, in document order (one lexbor pass over the page, kept)."""
+        hits = self._matches.get(css)
+        if hits is None:
+            pos = self.pos
+            hits = self._matches[css] = sorted(i for i in (pos.get(n.mem_id) for n in self.tree.css(css))
+                                               if i is not None)
+        return hits
+
     # -- value look-ups ------------------------------------------------------
     def attr_index(self, attr: str) -> dict[str, list[int]]:
         idx = self._attr_index.get(attr)
@@ -185,9 +269,13 @@ class Page:
 
     def exact(self, value: str, attr: str | None, within: int | None = None) -> list[int]:
         """Elements whose value (text or attribute) equals `value`, optionally inside `within`."""
-        hits = (self.attr_index(attr) if attr else self.text_index).get(value, [])
+        hits = (self.attr_index(attr) if attr else self.text_index).get(value)
+        if hits is None:
+            return []
         if within is not None:
-            hits = [i for i in hits if self.contains(within, i)]
+            # the index lists are in document order: the subtree's hits are one slice of them
+            lo = bisect_left(hits, within)
+            return hits[lo:bisect_left(hits, self.end[within], lo)]
         return hits
 
     def near(self, value: str, attr: str | None, within: int | None = None, limit: int = 50) -> list[tuple[int, float]]:

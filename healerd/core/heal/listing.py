@@ -38,6 +38,7 @@ from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
 from healerd.core.heal.listing_siblings import all_of_tag, through_siblings_change
 from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
 from healerd.core.heal.moved_attr import other_attr_listing
+from healerd.core.heal.page_extract import extract_on
 from healerd.core.heal.selectors import (
     items_selector,
     lexbor_first_in,
@@ -257,7 +258,7 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
         return HealResult(True, bp, "the old selectors still find their fields", {}, unchanged=True,
                           confidence=0.8, details=details)
     new_bp = bp.with_fields({n: new_fields[n] for n in names}, items=items_css)
-    got = extract(after.tree, new_bp)
+    got = extract_on(after, new_bp)
     if got.item_count != len(containers):
         return HealResult(False, None, "cannot heal: items (verification: wrong record count)", {}, details=details)
     summary = "; ".join(f"{k} -> {v}" for k, v in changed.items())

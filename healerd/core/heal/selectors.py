@@ -424,7 +424,7 @@ def relative_selectors(page: Page, container: int, target: int, avoid_attr: str 
 def lexbor_first_in(page: Page, container: int, css: str) -> int | None:
     if not _lexbor_ok(css):
         return None
-    return page.index_of(page.nodes[container].css_first(css))
+    return page.first_in(container, css)
 
 
 # ---------------------------------------------------------------------------
