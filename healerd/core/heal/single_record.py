@@ -46,6 +46,7 @@ from healerd.core.heal.fingerprint import (
 )
 from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.number_kind import place_by_number
+from healerd.core.heal.path_align import place_by_path
 from healerd.core.heal.selectors import relaxed_first, single_selector
 from healerd.core.heal.single_candidates import (
     Candidate,
@@ -109,6 +110,10 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     _place_by_record(bp, before, after, old_nodes, old_raw, fps, decisions, details)
     # numeric fields whose words are gone: the bare number where the record places it (staged)
     for name, (cand, why) in place_by_number(bp, before, after, old_nodes, old_raw, fps, decisions).items():
+        decisions[name] = ("healed", cand, why)
+        details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
+    # two places carrying the old value alike, the record no help: the path from the root (staged)
+    for name, (cand, why) in place_by_path(bp, before, after, old_nodes, old_raw, fps, decisions).items():
         decisions[name] = ("healed", cand, why)
         details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
 
