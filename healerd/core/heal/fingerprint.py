@@ -443,6 +443,7 @@ def fingerprint(page: Page, i: int, value: str | None) -> Fingerprint:
         ancestor_words=anc_words,
         ancestor_tags=[page.tags[a] for a in anc],
         sib_index=page.sibling_index(i)[0],
+        extra={"text": page.texts[i] or ""},
     )
 
 

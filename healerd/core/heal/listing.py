@@ -14,6 +14,7 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal.attr_to_text import text_was_a_copy
 from healerd.core.heal.evidence import (
     SAMPLE,
     HealResult,
@@ -205,6 +206,16 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
             why = f"{why}, now in the attribute {new_attr!r}"
             status = "healed" if status == "kept" else status    # the field changed: its attribute
             info = {**info, "attr": new_attr, "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
+        if (status == "gone" and new_attr is None and records is not None
+                and text_was_a_copy(before, old_containers, after, containers, records, old_raw, name, spec)):
+            # the attribute was dropped; the node's text, an exact copy of it on the last good page, remains
+            as_text = replace(spec, attr=None)
+            st, css_t, why_t, info_t = _field_in_containers(after, containers, records, old_raw, name, as_text,
+                                                            fps.get(name), old_kind)
+            if st in ("healed", "kept") and css_t:
+                spec, status, css = as_text, "healed", css_t
+                why = f"{why_t}, now the node's text (its attribute dropped, the text the same on the last good page)"
+                info = {**info_t, "attr": None, "confidence": round(min(info_t.get("confidence", 0.8), 0.6), 3)}
         labelled = by_old_label(after, containers, spec, fps.get(name), old_kind[name]) if status in (
             "gone", "ambiguous") and no_old_value_left(after, old_raw, name, spec.attr) else None
         if labelled is not None:

@@ -22,6 +22,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.own_text import own_text_bonus
 from healerd.core.heal.page_body import in_body_unless_head
 
 
@@ -96,6 +97,7 @@ def _score(fp: Fingerprint, after: Page, i: int, value_weight: float, attr: str 
     for pattr, pval in partner_values.items():
         if pval is not None and after.value(i, pattr) == pval:
             bonus += 0.3
+    bonus += own_text_bonus(fp, after, i, attr)
     score = value_weight + sim + (0.5 if label_match else 0.0) + bonus
     return Candidate(i, score, sim, label_match, "exact")
 

@@ -45,6 +45,8 @@ from healerd.core.heal.fingerprint import (
     text_shape,
 )
 from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
+from healerd.core.heal.number_kind import place_by_number
+from healerd.core.heal.path_align import place_by_path
 from healerd.core.heal.selectors import relaxed_first, single_selector
 from healerd.core.heal.single_candidates import (
     Candidate,
@@ -106,6 +108,14 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
 
     # fields the value alone could not place: their relation to the fields that were placed
     _place_by_record(bp, before, after, old_nodes, old_raw, fps, decisions, details)
+    # numeric fields whose words are gone: the bare number where the record places it (staged)
+    for name, (cand, why) in place_by_number(bp, before, after, old_nodes, old_raw, fps, decisions).items():
+        decisions[name] = ("healed", cand, why)
+        details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
+    # two places carrying the old value alike, the record no help: the path from the root (staged)
+    for name, (cand, why) in place_by_path(bp, before, after, old_nodes, old_raw, fps, decisions).items():
+        decisions[name] = ("healed", cand, why)
+        details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
 
     # fields whose value changed but whose old node was shared with a found field follow it
     for name, (status, _cand, _why) in list(decisions.items()):
