@@ -509,7 +509,8 @@ def page_drift(blueprint: Blueprint, before_html: str | None, old_records: Any, 
         return None
     if page_locus(before_html, blueprint) == page_locus(after_html, blueprint):
         names = [n for n, f in blueprint.fields.items() if f.css is not None]
-        return placeholder(new_data, old_records, names)   # a value hidden in place moves no structure
+        # a value hidden in place, or columns reordered under positional selectors, moves no structure
+        return placeholder(new_data, old_records, names) or shifted_column(new_data, old_records, names)
     return drift_reason(blueprint, before_html, old_records, after_html, new_data)
 
 
@@ -523,3 +524,26 @@ def placeholder_suspect(new_data: Any, sample: Any) -> bool:
     judged = {n for n, v in rows[0].items() if _norm(v) is not None and value_shape(v) in ("number", "url", "date")}
     return any((PLACEHOLDER if n in judged else WALL).match(v) for r in _rows(new_data) for n in rows[0]
                if isinstance(v := r.get(n), str))
+
+
+def shift_suspect(new_data: Any, sample: Any) -> bool:
+    """A field now giving the value another field had in the Validator's stand-in sample of the
+    last good records (validate.last_good_sample), where that value is not its own: a column
+    reordered under positional selectors moves no structure the locus sees, so it is worth the
+    full check (`drift_reason`'s `shifted_column` over every last good record). Cheap: set lookups."""
+    rows = _rows(sample)
+    if not rows:
+        return False
+    theirs: dict[str, set[str]] = {}
+    for r in rows:
+        for n, v in r.items():
+            if (s := _norm(v)) is not None:
+                theirs.setdefault(n, set()).add(s)
+    for r in _rows(new_data):
+        for n, v in r.items():
+            s = _norm(v)
+            if s is None or s in theirs.get(n, ()):
+                continue
+            if any(s in vals for m, vals in theirs.items() if m != n):
+                return True
+    return False
