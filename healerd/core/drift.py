@@ -443,18 +443,25 @@ def left_behind(blueprint: Blueprint, after: LexborHTMLParser, new: Any, old: An
     texts = [n for n in names if blueprint.fields[n].type == "str" and blueprint.fields[n].attr is None]
     if not texts:
         return None
-    now = {v for n in texts for v in _column(_rows(new), n)}
-    before = {v for n in texts for v in _column(_rows(old), n) if len(v) >= 4}
-    missing = before - now
-    if not before or len(missing) * 2 < len(before):
-        return None
-    body = after.body if after.body is not None else after.root
-    page = " ".join(body.text(deep=True, separator="").split()) if body is not None else ""
-    still = [v for v in missing if v in page and not any(v in n for n in now)]
-    if len(still) * 2 < len(before) or (blueprint.items and len(still) < 2):
-        return None
-    return (f"{len(still)} of the {len(before)} last good values are still on the page but no longer under "
-            f"the selectors (e.g. {sorted(still)[0][:40]!r})")
+    page: str | None = None
+    # All text fields together, then each alone: one field moved away while the others stayed
+    # is diluted in the pooled values (a label now read where the value was).
+    for group in [texts] + ([[n] for n in texts] if len(texts) > 1 else []):
+        now = {v for n in group for v in _column(_rows(new), n)}
+        before = {v for n in group for v in _column(_rows(old), n) if len(v) >= 4}
+        missing = before - now
+        if not before or len(missing) * 2 < len(before):
+            continue
+        if page is None:
+            body = after.body if after.body is not None else after.root
+            page = " ".join(body.text(deep=True, separator="").split()) if body is not None else ""
+        still = [v for v in missing if v in page and not any(v in n for n in now)]
+        if len(still) * 2 < len(before) or (blueprint.items and len(still) < 2):
+            continue
+        what = "" if group is texts else f" of {group[0]}"
+        return (f"{len(still)} of the {len(before)} last good values{what} are still on the page but no longer "
+                f"under the selectors (e.g. {sorted(still)[0][:40]!r})")
+    return None
 
 
 def healer_reading(blueprint: Blueprint, before_html: str, old: Any, after_html: str, new: Any,
