@@ -27,7 +27,8 @@ Verdicts per case:
                   the old parser passed and nothing healed)
 
 Prints the per-case table, a per-kind table, the MISMATCH list (bench/heal.py's in-process verdict
-for the same case vs the daemon's) and, as its last line, one JSON object:
+for the same case vs the daemon's; "healed@0.61" is a heal below the Deployer's LOW_CONFIDENCE,
+which the daemon stages for a person by design) and, as its last line, one JSON object:
 {"cases", "heal_rate", "wrong_rate", "negatives_refused", "controls_kept", "staged", "staged_right", ...}
 heal_rate counts healed + kept over the positives (the stored data is the truth), wrong_rate the
 WRONG cases over all cases.
@@ -51,6 +52,8 @@ from benchutil import bin_cmd
 from healerd.control import client
 from healerd.core.blueprint import from_json
 from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
+from healerd.core.judge import LOW_CONFIDENCE
 from healerd.store.db import connect, db_path
 from healerd.store.sql import rows
 
@@ -59,6 +62,15 @@ hb = rb.hb
 # bench/heal.py's verdicts, in the daemon's words, for the MISMATCH list
 DIRECT_AS_DAEMON = {"healed": "healed", "control-kept": "kept", "refused-correct": "refused-correct",
                     "refused": "refused", "WRONG": "WRONG", "CONTROL-CHANGED": "control-changed", "CRASH": "crash"}
+
+
+def direct_confidence(case: dict, before: str, after: str) -> float | None:
+    """The in-process healer's own confidence in its heal (bench/heal.py counts any heal)."""
+    bp = hb.blueprint_of(case)
+    try:
+        return heal(bp, before, extract(before, bp).data, after).confidence
+    except Exception:
+        return None
 
 
 def case_role(case: dict) -> str:
@@ -180,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             after_html = Path(path, "after.html").read_text(encoding="utf-8", errors="replace")
             before_html = Path(path, "before.html").read_text(encoding="utf-8", errors="replace")
             direct = hb.heal_case(case, before_html, after_html)["verdict"]
+            conf = direct_confidence(case, before_html, after_html) if direct == "healed" else None
             r = {"id": case["id"], "role": case_role(case), "mkind": hb.mutation_kind(case), "direct": direct,
                  "verdict": None, "detail": "", "staged": None}
             st = first.get(name) or {}
@@ -212,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
                     r["detail"] = f"the before page's record is not expected_before; {r['detail']}"
             if DIRECT_AS_DAEMON.get(direct) != r["verdict"] and not (direct == "healed" and r["verdict"] == "kept"):
                 r["mismatch"] = True
+            if conf is not None and conf < LOW_CONFIDENCE:
+                # healed in process, but at a confidence the Deployer stages by design (never promotes)
+                r["direct"] = direct = f"healed@{conf:.2f}"
             results.append(r)
             print(f"{case['id'][:60]:<60} {r['role']:<8} {direct:<15} {r['verdict']:<15} {r['detail'][:300]}", flush=True)
         reader.close()
@@ -255,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         "staged": len(staged),
         "staged_right": sum(r["staged"] == "right" for r in staged),
         "mismatches": len(mism),
+        "mismatches_low_confidence": sum(r["direct"].startswith("healed@") for r in mism),
     }))
     return 0
 
