@@ -537,20 +537,17 @@ def shift_suspect(new_data: Any, sample: Any) -> bool:
     """A field now giving the value another field had in the Validator's stand-in sample of the
     last good records (validate.last_good_sample), where that value is not its own: a column
     reordered under positional selectors moves no structure the locus sees, so it is worth the
-    full check (`drift_reason`'s `shifted_column` over every last good record). Cheap: set lookups."""
-    rows = _rows(sample)
-    if not rows:
-        return False
-    theirs: dict[str, set[str]] = {}
-    for r in rows:
+    full check (`drift_reason`'s `shifted_column` over every last good record). Cheap: one dict
+    lookup per value (the sample's values and the new ones are alike extracted and coerced)."""
+    fields_of: dict[Any, set[str]] = {}
+    for r in _rows(sample):
         for n, v in r.items():
-            if (s := _norm(v)) is not None:
-                theirs.setdefault(n, set()).add(s)
+            if v is not None and v != "" and isinstance(v, (str, int, float)):
+                fields_of.setdefault(v, set()).add(n)
+    if not fields_of:
+        return False
     for r in _rows(new_data):
         for n, v in r.items():
-            s = _norm(v)
-            if s is None or s in theirs.get(n, ()):
-                continue
-            if any(s in vals for m, vals in theirs.items() if m != n):
+            if isinstance(v, (str, int, float)) and (fs := fields_of.get(v)) is not None and n not in fs:
                 return True
     return False
