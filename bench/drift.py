@@ -9,7 +9,8 @@ For each case the old blueprint is run on the page after the change, as producti
 - a case whose old selectors give records that validation passes but that are not the page's
   truth is silent wrong data: it must be flagged;
 - the rest fail validation anyway (a breakage the Doctor sees) and are only counted.
-The trigger (`locus_signature` before vs after) gates the check, as in the daemon. Prints a
+The triggers gate the check, as in the Validator: `locus_signature` before vs after, a placeholder
+where the last good value had a shape, a field giving another field's last good value. Prints a
 line per flagged or missed case with --verbose, then one JSON object:
 {"controls", "controls_flagged", "silent_wrong", "silent_caught", "validation_catches",
  "triggered", "median_check_ms", "sig_ms_median"}
@@ -29,9 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heal_fuzz  # noqa: E402
 from heal import blueprint_of, load_cases, matches_expected  # noqa: E402
 
-from healerd.core.drift import drift_reason, locus_signature  # noqa: E402
+from healerd.core.drift import drift_reason, locus_signature, placeholder_suspect, shift_suspect  # noqa: E402
 from healerd.core.extract import extract, parse_html  # noqa: E402
-from healerd.core.validate import validate  # noqa: E402
+from healerd.core.validate import last_good_sample, validate  # noqa: E402
 
 
 def classify(case: dict, bp, after: str, old_records):
@@ -99,7 +100,14 @@ def speed() -> None:
             t2 = time.perf_counter()
             ext.append((t1 - t0) * 1000)
             loc.append((t2 - t1) * 1000)
-        print(f"{label:<24} extract {statistics.median(ext):8.2f} ms   locus {statistics.median(loc):7.2f} ms")
+        data = extract(html, bp).data
+        sample = last_good_sample(data)
+        t0 = time.perf_counter()
+        for _ in range(7):
+            shift_suspect(data, sample)
+        shift = (time.perf_counter() - t0) * 1000 / 7
+        print(f"{label:<24} extract {statistics.median(ext):8.2f} ms   locus {statistics.median(loc):7.2f} ms   "
+              f"shift_suspect (Validator) {shift:6.2f} ms")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             changed = locus_signature(parse_html(before), bp) != locus_signature(parse_html(after), bp)
             sig_ms.append((time.perf_counter() - t0) * 1000 / 2)
+            # the Validator's other gates, on its two-record stand-in of the last good records
+            sample = last_good_sample(old_records)
+            changed = changed or placeholder_suspect(ex.data, sample) or shift_suspect(ex.data, sample)
             reason = None
             if changed:
                 counts["triggered"] += 1

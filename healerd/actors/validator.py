@@ -20,7 +20,7 @@ from healerd.actors.scraper import cached_blueprint
 from healerd.config import Config
 from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
-from healerd.core.drift import placeholder_suspect
+from healerd.core.drift import placeholder_suspect, shift_suspect
 from healerd.core.validate import last_good_sample, validate
 from healerd.store import snapshots, sources
 from healerd.store.ledger import Ledger
@@ -184,7 +184,8 @@ class Validator(ServiceActor):
             # After the plan: a drifted scrape is healed, never answered by a rollback.
             if outcome.ok and page.locus is not None and page.extraction is not None:
                 try:
-                    why = self._drift(page, placeholder_suspect(page.extraction.data, last_good))
+                    data = page.extraction.data
+                    why = self._drift(page, placeholder_suspect(data, last_good) or shift_suspect(data, last_good))
                 except Exception:   # the check must not turn a good scrape into a crash
                     log.exception("drift check of %s failed", job.name)
                     why = None

@@ -443,18 +443,25 @@ def left_behind(blueprint: Blueprint, after: LexborHTMLParser, new: Any, old: An
     texts = [n for n in names if blueprint.fields[n].type == "str" and blueprint.fields[n].attr is None]
     if not texts:
         return None
-    now = {v for n in texts for v in _column(_rows(new), n)}
-    before = {v for n in texts for v in _column(_rows(old), n) if len(v) >= 4}
-    missing = before - now
-    if not before or len(missing) * 2 < len(before):
-        return None
-    body = after.body if after.body is not None else after.root
-    page = " ".join(body.text(deep=True, separator="").split()) if body is not None else ""
-    still = [v for v in missing if v in page and not any(v in n for n in now)]
-    if len(still) * 2 < len(before) or (blueprint.items and len(still) < 2):
-        return None
-    return (f"{len(still)} of the {len(before)} last good values are still on the page but no longer under "
-            f"the selectors (e.g. {sorted(still)[0][:40]!r})")
+    page: str | None = None
+    # All text fields together, then each alone: one field moved away while the others stayed
+    # is diluted in the pooled values (a label now read where the value was).
+    for group in [texts] + ([[n] for n in texts] if len(texts) > 1 else []):
+        now = {v for n in group for v in _column(_rows(new), n)}
+        before = {v for n in group for v in _column(_rows(old), n) if len(v) >= 4}
+        missing = before - now
+        if not before or len(missing) * 2 < len(before):
+            continue
+        if page is None:
+            body = after.body if after.body is not None else after.root
+            page = " ".join(body.text(deep=True, separator="").split()) if body is not None else ""
+        still = [v for v in missing if v in page and not any(v in n for n in now)]
+        if len(still) * 2 < len(before) or (blueprint.items and len(still) < 2):
+            continue
+        what = "" if group is texts else f" of {group[0]}"
+        return (f"{len(still)} of the {len(before)} last good values{what} are still on the page but no longer "
+                f"under the selectors (e.g. {sorted(still)[0][:40]!r})")
+    return None
 
 
 def healer_reading(blueprint: Blueprint, before_html: str, old: Any, after_html: str, new: Any,
@@ -509,7 +516,8 @@ def page_drift(blueprint: Blueprint, before_html: str | None, old_records: Any, 
         return None
     if page_locus(before_html, blueprint) == page_locus(after_html, blueprint):
         names = [n for n, f in blueprint.fields.items() if f.css is not None]
-        return placeholder(new_data, old_records, names)   # a value hidden in place moves no structure
+        # a value hidden in place, or columns reordered under positional selectors, moves no structure
+        return placeholder(new_data, old_records, names) or shifted_column(new_data, old_records, names)
     return drift_reason(blueprint, before_html, old_records, after_html, new_data)
 
 
@@ -523,3 +531,23 @@ def placeholder_suspect(new_data: Any, sample: Any) -> bool:
     judged = {n for n, v in rows[0].items() if _norm(v) is not None and value_shape(v) in ("number", "url", "date")}
     return any((PLACEHOLDER if n in judged else WALL).match(v) for r in _rows(new_data) for n in rows[0]
                if isinstance(v := r.get(n), str))
+
+
+def shift_suspect(new_data: Any, sample: Any) -> bool:
+    """A field now giving the value another field had in the Validator's stand-in sample of the
+    last good records (validate.last_good_sample), where that value is not its own: a column
+    reordered under positional selectors moves no structure the locus sees, so it is worth the
+    full check (`drift_reason`'s `shifted_column` over every last good record). Cheap: one dict
+    lookup per value (the sample's values and the new ones are alike extracted and coerced)."""
+    fields_of: dict[Any, set[str]] = {}
+    for r in _rows(sample):
+        for n, v in r.items():
+            if v is not None and v != "" and isinstance(v, (str, int, float)):
+                fields_of.setdefault(v, set()).add(n)
+    if not fields_of:
+        return False
+    for r in _rows(new_data):
+        for n, v in r.items():
+            if isinstance(v, (str, int, float)) and (fs := fields_of.get(v)) is not None and n not in fs:
+                return True
+    return False

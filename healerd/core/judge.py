@@ -9,14 +9,18 @@ A candidate is promoted only when, on the live page:
 
 Some candidates are never auto-applied and are kept in staging for a person
 (`healerctl approve`): one that drops or renames a field, or moves the source
-to another host; a candidate its healer was not confident in (below LOW_CONFIDENCE: the
+to another host; a listing that leaves out last good records the page still shows
+(`left_out`); a candidate its healer was not confident in (below LOW_CONFIDENCE: the
 values changed along with the layout, so the repair rests on structure and labels rather
 than on the old values found again); and any candidate while the source is flagged for review.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
+from html import unescape
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,6 +66,44 @@ def _dominant_shape(values: list) -> str | None:
         return None
     best = max(sorted(set(shapes)), key=shapes.count)
     return best if shapes.count(best) / len(shapes) >= JUDGE_SHAPE_MAJORITY else None
+
+
+_TAG = re.compile(r"<[^>]*>")
+_MIN_DISTINCT = 4          # characters a value needs to tell its record apart
+
+
+def _norm(v: Any) -> str | None:
+    s = " ".join(str(v).split()) if isinstance(v, str) else None
+    return s or None
+
+
+def left_out(candidate: Blueprint, data: Any, last_good: Any, html: str) -> str | None:
+    """Last good records the candidate leaves out while the page still shows them: each such record
+    has text values no other last good record has (its title, say), all of them still in the page's
+    text, and none among the candidate's values. A listing healed onto the wrong list, or one
+    missing a record moved into another block, proves nothing on the live page."""
+    if not (isinstance(data, list) and isinstance(last_good, list) and last_good):
+        return None
+    texts = [n for n, f in candidate.fields.items() if f.attr is None and f.type == "str"]
+    if not texts:
+        return None
+    old = [r for r in last_good if isinstance(r, dict)]
+    seen = Counter(v for r in old for n in texts if (v := _norm(r.get(n))) is not None)
+    got = {v for r in data if isinstance(r, dict) for n in texts if (v := _norm(r.get(n))) is not None}
+    page: str | None = None
+    missed = []
+    for r in old:
+        own = [v for n in texts if (v := _norm(r.get(n))) is not None and seen[v] == 1 and len(v) >= _MIN_DISTINCT]
+        if not own or any(v in got for v in own):
+            continue
+        if page is None:
+            page = " ".join(unescape(_TAG.sub("", html or "")).split())
+        if all(v in page for v in own):
+            missed.append(own[0])
+    if not missed:
+        return None
+    return (f"the candidate leaves out {len(missed)} last good record(s) the page still shows "
+            f"(e.g. {missed[0][:40]!r}): promotion waits for a person (healerctl approve)")
 
 
 def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
@@ -138,6 +180,9 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
         return Verdict(REJECT, "implausible: " + "; ".join(problems[:4]), result, problems)
     if held:
         return Verdict(STAGE, held, result)
+    missed = left_out(candidate, data, last_good, html)
+    if missed:
+        return Verdict(STAGE, missed, result)
     if flagged_for_review:
         return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
                               "(healerctl approve)", result)
