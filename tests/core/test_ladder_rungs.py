@@ -488,3 +488,33 @@ def test_a_budget_spent_after_an_earlier_rung_deployed_spends_the_attempt():
     assert len(w.deploys) == 1 and w.healer_asked == []
     assert got["outcome"] == "rejected" and w.last_fix["outcome"] == "rejected"
     assert got["reason"].endswith("external: paused: the daily budget of external healer calls for stats is spent (1)")
+
+
+def test_at_most_fifteen_same_site_addresses_are_tried():
+    w = World()
+    w.site.clear()
+    links = "".join(f'<a href="/stats-{i}">stats {i}</a>' for i in range(20))
+    w.site["http://shop.test/"] = f"<html><body>{links}</body></html>"
+    got = w.treat()
+    assert got["reason"].endswith("relocate: none of 15 same-site URLs yields the expected data")
+    tried = [u for u in w.fetched if "/stats-" in u]
+    assert len(tried) == 15 and len(set(tried)) == 15
+
+
+def test_a_refusal_whose_fields_are_only_partly_gone_is_a_healer_s_limit_not_data_gone():
+    w = World(bp=dict(RECIPE_BP), before=BEFORE, after=GONE)
+    real = w.ports.trials.bounded
+    w.ports.trials.bounded = lambda name, *a: ["first", "second"] if name == "gone_fields" else real(name, *a)
+    got = w.treat()
+    assert "gone_fields" not in w.trials   # answered by the stand-in above: title is still on the page
+    assert got["outcome"] == "rejected" and not w.last_fix["data_gone"]
+    assert "data_gone" not in w.last_fix["deferred_report"]
+
+
+def test_a_moved_page_linked_from_the_last_good_page_is_found_without_a_sitemap_or_home_page():
+    before = listing_v1().replace('<a href="/">home</a>', '<a href="/archive/stats">all stats</a>')
+    w = World(before=before)
+    w.site.clear()
+    w.site["http://shop.test/archive/stats"] = before
+    got = w.treat()
+    assert got["outcome"] == "promoted" and got["reason"] == "relocate: page moved to http://shop.test/archive/stats"
