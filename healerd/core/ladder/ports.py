@@ -31,7 +31,7 @@ class LadderSettings:
     healer_cycles: int = 5
     healer_timeouts: tuple[float, ...] = (30, 45, 60, 90, 120)
     daily_budget_per_source: int = 10
-    daily_budget_total: int = 200
+    daily_budget_total: int = 100
     limits: PageLimits = field(default_factory=PageLimits)
 
 
