@@ -146,7 +146,7 @@ class WriterMemory:
                                    source_name=source_name)["fix_bundle"]
 
     def apply(self, blueprint: Blueprint, bundle: dict) -> Blueprint | None:
-        from healerd.store.memory import apply_bundle
+        from healerd.store.fix_bundles import apply_bundle
 
         return apply_bundle(blueprint, bundle)
 
@@ -165,7 +165,7 @@ class WriterMemory:
         import logging
 
         from healerd.adapters.external import secret_literals
-        from healerd.store.memory import make_parser_bundle, make_selector_bundle
+        from healerd.store.fix_bundles import make_parser_bundle, make_selector_bundle
 
         bundle = make_parser_bundle(ctx.blueprint, new)
         if bundle is not None:

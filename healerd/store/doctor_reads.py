@@ -11,8 +11,8 @@ import json
 import apsw
 
 from healerd.store import versions
-from healerd.store.db import row, scalar
-from healerd.store.ledger import HALT_KEY
+from healerd.store.health_writes import HALT_KEY
+from healerd.store.sql import row, scalar
 
 
 def systemic_halt(conn: apsw.Connection) -> dict | None:

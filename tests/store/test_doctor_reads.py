@@ -10,7 +10,7 @@ import pytest
 from healerd.core.blueprint import from_dict
 from healerd.store import alerts, doctor_reads, sources, versions
 from healerd.store.db import open_db
-from healerd.store.ledger import HALT_KEY
+from healerd.store.health_writes import HALT_KEY
 
 T0 = 1_700_000_000.0
 BP = {"url": "http://shop.test/stats", "items": "tr.player", "fields": {"name": {"css": "td.name"}}}
