@@ -16,6 +16,7 @@ from healerd.core.diagnosis import DiagnosisContext
 from healerd.core.extract import Extraction, PageLimits
 from healerd.core.ladder.ports import CallCount, FetchedPage, FetchFailed, HealerClient, MemoryMatch, TrialTooSlow
 from healerd.store import doctor_reads, fixes, snapshots, sources, versions
+from healerd.store.health_writes import systemic_halt
 from healerd.store.ledger import Ledger
 from healerd.store.memory import FixMemory
 
@@ -35,7 +36,7 @@ class StoreReads:
             return None
 
     def halt(self) -> dict | None:
-        return doctor_reads.systemic_halt(self.conn)
+        return systemic_halt(self.conn)
 
     def failed_attempts(self, name: str, window: float, after: float | None) -> int:
         from healerd.core.breakers import FAILED_OUTCOMES

@@ -1,27 +1,15 @@
 """What the Doctor reads between its decisions, each behind a function named for what it returns:
-the systemic halt in force, a source's state and last error class, whether a candidate was already
+a source's state and last error class, whether a candidate was already
 judged and rejected in this failure episode, the external healer calls of a window, the newest
 budget pause alert. (The source's row, versions, snapshots and fix attempts are read through
-`sources`, `versions`, `snapshots` and `fixes`.)"""
+`sources`, `versions`, `snapshots` and `fixes`; the systemic halt through `health_writes.systemic_halt`.)"""
 
 from __future__ import annotations
-
-import json
 
 import apsw
 
 from healerd.store import versions
-from healerd.store.health_writes import HALT_KEY
 from healerd.store.sql import row, scalar
-
-
-def systemic_halt(conn: apsw.Connection) -> dict | None:
-    """The systemic halt in force ({"reason", ...}), or None when healing runs."""
-    value = scalar(conn, "SELECT value FROM daemon_state WHERE key = ?", (HALT_KEY,))
-    if not value:
-        return None
-    halt = json.loads(value)
-    return halt if isinstance(halt, dict) else {}
 
 
 def source_state(conn: apsw.Connection, name: str) -> str | None:

@@ -3,14 +3,11 @@ SQLite file with the daemon's schema."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from healerd.core.blueprint import from_dict
 from healerd.store import alerts, doctor_reads, sources, versions
 from healerd.store.db import open_db
-from healerd.store.health_writes import HALT_KEY
 
 T0 = 1_700_000_000.0
 BP = {"url": "http://shop.test/stats", "items": "tr.player", "fields": {"name": {"css": "td.name"}}}
@@ -24,15 +21,6 @@ def conn(tmp_path):
     sources.add(c, "other", from_dict(dict(BP, url="http://other.test/")), now=T0)
     yield c
     c.close()
-
-
-def test_the_systemic_halt_in_force(conn):
-    assert doctor_reads.systemic_halt(conn) is None
-    conn.execute("INSERT INTO daemon_state (key, value) VALUES (?, ?)",
-                 (HALT_KEY, json.dumps({"reason": "the same failure on 3 hosts", "hosts": ["a", "b", "c"]})))
-    assert doctor_reads.systemic_halt(conn)["reason"] == "the same failure on 3 hosts"
-    conn.execute("UPDATE daemon_state SET value = ? WHERE key = ?", ("[]", HALT_KEY))
-    assert doctor_reads.systemic_halt(conn) == {}, "a halt whatever its details"
 
 
 def test_a_source_s_state_and_last_error_class(conn):
