@@ -20,11 +20,6 @@ import apsw.bestpractice
 from healerd.core.errors import HealerdError
 from healerd.store import migrations
 
-# Only for healerd.actors.doctor, which still runs its own queries: this goes when the healing
-# ladder lands and its reads move into the store. Nothing else outside healerd/store may take
-# the raw-SQL helpers (healerd/store/sql.py), from there or from here (tests/store/test_sql_in_store.py).
-from healerd.store.sql import row, scalar  # noqa: F401
-
 # What a connection is, for the modules above the store that hold one and hand it back to
 # store functions (apsw itself is imported in healerd/store only).
 Connection = apsw.Connection

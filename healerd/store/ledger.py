@@ -26,7 +26,7 @@ from healerd.store import alerts as alerts_store
 from healerd.store import feeds as feeds_store
 from healerd.store import sources
 from healerd.store.fix_writes import FixWrites
-from healerd.store.health_writes import HALT_KEY, human_duration  # noqa: F401  (HALT_KEY: actors.doctor's, until the ladder)
+from healerd.store.health_writes import human_duration
 from healerd.store.lifecycle import DEAD, QUARANTINED
 from healerd.store.outcomes import Effects
 from healerd.store.scrape_writes import ScrapeWrites

@@ -37,11 +37,6 @@ import apsw
 from healerd.core.errors import CodedError, Refusal
 from healerd.core.sanitize import find_secrets, mask_mapping, mask_text
 from healerd.core.timeutil import iso
-from healerd.store.fix_bundles import (  # noqa: F401  (actors.doctor takes them from here, until the ladder)
-    apply_bundle,
-    make_parser_bundle,
-    make_selector_bundle,
-)
 from healerd.store.sql import row, rows, scalar
 
 EVENT_TYPES = ("search", "fix_retrieved", "fix_applied", "fix_confirmed", "issue_submitted")

@@ -1,0 +1,1 @@
+"""The healing ladder (healerd.core.ladder.ladder.HealingLadder) and its ports (ports.py)."""
