@@ -24,6 +24,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
 )
 from healerd.core.heal.listing_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
+from healerd.core.heal.merged_labels import merged_label_field
 from healerd.core.heal.selectors import (
     Selector,
     first_in,
@@ -89,6 +90,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         return "kept", spec.css, "old selector gives every record's value", {}
     if have == 0:
         near_info = _near_in_containers(after, containers, wants, spec, fp)
+        if near_info is None:
+            near_info = merged_label_field(after, containers, wants, spec, name, fp)
         if near_info is not None:
             return near_info
         status, css, why, info = _changed_values_in_containers(after, containers, spec, fp, kinds[name], None)
