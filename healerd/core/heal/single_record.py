@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal import neighbourhood
 from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
@@ -116,6 +117,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     for name, (cand, why) in place_by_path(bp, before, after, old_nodes, old_raw, fps, decisions).items():
         decisions[name] = ("healed", cand, why)
         details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
+    # ... or, still alike, the tree around the old node: its ancestors' children (staged)
+    _place_by_neighbourhood(bp, before, after, old_nodes, old_raw, fps, decisions, details)
 
     # fields whose value changed but whose old node was shared with a found field follow it
     for name, (status, _cand, _why) in list(decisions.items()):
@@ -486,6 +489,26 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         details[name] = _detail("healed", best, None, why, after, spec)
 
 
+def _place_by_neighbourhood(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
+                            decisions: dict, details: dict) -> None:
+    """Fields whose old value two places carry, settled by the tree around the old node (`neighbourhood`)."""
+    for name, (status, _cand, why) in list(decisions.items()):
+        if status != "ambiguous" or not why.startswith("two places carry") or old_nodes.get(name) is None:
+            continue
+        spec = bp.fields[name]
+        cands = _exact_candidates(fps[name], old_raw[name], spec.attr, after, {}, None)
+        node, how = neighbourhood.pick(before, old_nodes[name], after, [c.node for c in cands])
+        if node is None:
+            decisions[name] = (status, None, f"{why}; {how}")
+            details[name] = {**details.get(name, {}), "why": f"{why}; {how}"}
+            continue
+        best = next(c for c in cands if c.node == node)
+        best.kind = "neighbourhood"
+        why = f"old value found in {len(cands)} places; {how}"
+        decisions[name] = ("healed", best, why)
+        details[name] = _detail("healed", best, None, why, after, spec)
+
+
 def _telling(value: str) -> bool:
     """Long enough, and words rather than a bare code or number, not to turn up twice by chance."""
     return len(value) >= 8 and " " in value.strip() and any(ch.isalpha() for ch in value)
@@ -494,6 +517,8 @@ def _telling(value: str) -> bool:
 def _confidence(c: Candidate | None) -> float:
     if c is None:
         return 0.0
+    if c.kind == "neighbourhood":
+        return neighbourhood.CONFIDENCE
     base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "moved": 0.45, "label": 0.45}.get(c.kind, 0.4)
     return round(min(1.0, base + 0.3 * c.sim), 3)
 
