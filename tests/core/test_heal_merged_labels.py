@@ -47,3 +47,24 @@ def test_text_that_differs_between_records_is_no_label():
     res = run(after(lambda k: f"Aisle {'ABCD'[k]}: "))
     assert not res.ok
     assert "qty" in res.reason
+
+
+SINGLE = Blueprint(fields={
+    "next_title": FieldSpec("next_title", "div.related a.next", "str"),
+    "next_href": FieldSpec("next_href", "div.related a.next", "str", "href"),
+})
+TOC = "<ul class='toc'><li><a href='/intro'>Introduction</a></li><li><a href='/start#top'>Getting started</a></li></ul>"
+SINGLE_BEFORE = (f"<html><body><nav>{TOC}</nav><main><p>Text</p></main>"
+                 "<div class='related'><a class='next' href='/start'>Getting started</a></div></body></html>")
+# the block's class renamed, and the link now says its label: the same text is found whole only in the table of contents
+SINGLE_AFTER = (f"<html><body><nav>{TOC.replace('toc', 'Tq1')}</nav><main><p>Text</p></main>"
+                "<div class='Rz8'><a class='next' href='/start'>Next: Getting started</a></div></body></html>")
+
+
+def test_a_single_record_value_said_with_its_label_is_no_licence_to_take_a_lookalike_elsewhere():
+    old = extract(SINGLE_BEFORE, SINGLE).data
+    res = heal(SINGLE, SINGLE_BEFORE, old, SINGLE_AFTER)
+    if res.ok:   # a heal must read the related link, never the table of contents
+        assert extract(SINGLE_AFTER, res.blueprint).data["next_title"] == "Next: Getting started"
+    else:
+        assert "with a label merged in" in res.reason

@@ -93,3 +93,23 @@ def merged_label_field(after: Page, containers: list[int], wants: list, spec: Fi
                                f"({aff[0]!r} … {aff[1]!r})"), {"selector": css, "likeness": round(sim, 3),
                                                               "confidence": conf}
     return None
+
+
+RIVAL_MARGIN = 0.15     # a merged-label place this much more like the old node than the exact one makes it doubtful
+
+
+def merged_rival(after: Page, fp: Fingerprint, value: str, attr: str | None, best: int, best_sim: float) -> int | None:
+    """On a single record: a node saying the old value with a label merged in ("Next: Foo"), clearly more
+    like the old node than the place found saying it exactly (a link in a table of contents), or None.
+
+    The value found exactly elsewhere is then as likely chance as the field: the caller refuses.
+    """
+    if attr is not None:
+        return None
+    mine = set(after.chain_members(best))
+    for i, _closeness in after.near(value, None, None, limit=20):
+        if i in mine or after.contains(i, best) or _affixes(after.texts[i], value) is None:
+            continue
+        if similarity(fp, after, i) >= best_sim + RIVAL_MARGIN:
+            return i
+    return None

@@ -45,6 +45,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.merged_labels import merged_rival
 from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.number_kind import place_by_number
 from healerd.core.heal.path_align import place_by_path
@@ -300,6 +301,10 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
             return "gone", None, f"the old value is only found in unlike places (likeness {best.sim:.2f})", best
         if runner is not None and best.score - runner.score < MARGIN:
             return "ambiguous", None, f"two places carry the old value ({best.score:.2f} vs {runner.score:.2f})", runner
+        rival = None if best.label_match else merged_rival(after, fp, old_value, spec.attr, best.node, best.sim)
+        if rival is not None:
+            return "ambiguous", None, (f"the old value is at {describe(after, best.node)} and, with a label merged in, "
+                                       f"at {describe(after, rival)}, more like the old node"), best
         return "healed", best, "old value found" + (" with its label" if best.label_match else ""), runner
     near = _near_candidates(fp, old_value, spec.attr, after, partner_values, None)
     if near:
