@@ -14,17 +14,18 @@ BP = Blueprint(fields={
     "price": FieldSpec("price", "div.product span.price", "str"),
 })
 
-BEFORE = ("<html><body><header><a href='/'>Shop</a></header><main><div class='product'><h1 class='title'>Claw hammer</h1>"
-          "<span class='price'>$14.99</span></div><footer>About</footer></main></body></html>")
+BEFORE = ("<html><body><header><a href='/'>Shop</a></header><section><div class='product'><h1 class='title'>Claw hammer</h1>"
+          "<span class='price'>$14.99</span></div><footer>About</footer></section></body></html>")
 
 
 def record(title: str = "Claw hammer", price: str = "$14.99") -> str:
     return f"<div class='x1'><h1 class='x2'>{title}</h1><span class='x3'>{price}</span></div>"
 
 
-# classes hashed, and a "Recommended" block with a copy of the record placed before the real one
-AFTER = ("<html><body><header><a href='/'>Shop</a></header><section class='x9'><h3>Recommended</h3>" + record() +
-         "</section><main>" + record() + "<footer>About</footer></main></body></html>")
+# classes hashed, and a "Recommended" block with a copy of the record placed before the real one, in
+# the same markup: the same path from the root (body > section > div), only the tree around tells
+AFTER = ("<html><body><header><a href='/'>Shop</a></header><section><h3>Recommended</h3>" + record() +
+         "</section><section>" + record() + "<footer>About</footer></section></body></html>")
 
 
 def test_the_record_where_it_sat_is_taken_and_staged_for_a_person():
@@ -33,7 +34,7 @@ def test_the_record_where_it_sat_is_taken_and_staged_for_a_person():
     assert res.ok, res.reason
     page = Page(AFTER)
     node = page.index_of(page.tree.root.css_first(res.blueprint.fields["price"].css))
-    assert node is not None and "main" in [page.tags[a] for a in page.ancestors(node)]
+    assert node is not None and "footer" in [page.tags[k] for k in page.children[page.parent[page.parent[node]]]]
     assert res.confidence < LOW_CONFIDENCE
 
 
@@ -58,11 +59,10 @@ def test_a_new_holder_costs_more_than_a_sibling():
     assert likeness(old, profile(after, decoy)) < 0.6
 
 
-
 def test_two_places_as_like_the_old_one_are_not_told_apart():
-    """Both blocks sit as the old one did (two look-alike mains): the tree does not tell."""
-    twice = Page("<html><body><header><a href='/'>Shop</a></header><main>" + record() + "<footer>About</footer></main>"
-                 "<main>" + record() + "<footer>Contact</footer></main></body></html>")
+    """Both blocks sit as the old one did (two look-alike sections): the tree does not tell."""
+    twice = Page("<html><body><header><a href='/'>Shop</a></header><section>" + record() + "<footer>About</footer>"
+                 "</section><section>" + record() + "<footer>Contact</footer></section></body></html>")
     before = Page(BEFORE)
     old_node = before.index_of(before.tree.root.css_first("span.price"))
     nodes = [i for i, t in enumerate(twice.texts) if t == "$14.99" and twice.tags[i] == "span"]
