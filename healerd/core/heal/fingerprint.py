@@ -17,6 +17,7 @@ from functools import cached_property, lru_cache
 from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.extract import parse_html
+from healerd.core.heal.label_pairs import is_label_pair
 from healerd.core.heal.page_text import collapsed_texts
 
 MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
@@ -372,6 +373,8 @@ class Page:
                     return t, ("dt" if self.tags[s] == "dt" else "label")
                 if self.tags[s] in _LABEL_TAGS or self.tags[s] != self.tags[cur]:
                     return t, "heading"
+                if is_label_pair(self.tags[p], [self.tags[c] for c in sibs], k, not self.children[s]):
+                    return t, "pair"
                 break
             for c in sibs:
                 if c != cur and self.tags[c] == "label" and self.texts[c] and len(self.texts[c]) <= LABEL_MAX:

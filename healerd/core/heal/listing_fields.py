@@ -14,6 +14,7 @@ from healerd.core.heal.evidence import (
     MIN_SIM_NEAR,
     MIN_SIM_WEAK,
     SAMPLE,
+    STRONG_LABEL_KINDS,
     is_weak,
 )
 from healerd.core.heal.fingerprint import (
@@ -23,6 +24,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
 )
 from healerd.core.heal.listing_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
+from healerd.core.heal.merged_labels import merged_label_field
 from healerd.core.heal.selectors import (
     Selector,
     first_in,
@@ -88,6 +90,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         return "kept", spec.css, "old selector gives every record's value", {}
     if have == 0:
         near_info = _near_in_containers(after, containers, wants, spec, fp)
+        if near_info is None:
+            near_info = merged_label_field(after, containers, wants, spec, name, fp)
         if near_info is not None:
             return near_info
         status, css, why, info = _changed_values_in_containers(after, containers, spec, fp, kinds[name], None)
@@ -139,7 +143,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         net = h - 2 * w
         if net < max(1, round(0.8 * have)):
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
-    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants):
+    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and not _labelled_alike(after, containers, sample, css, fp):
         return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {"proposal": css}
     if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
         # a short value found again only in another kind of node (tag) that was another part of the
@@ -152,6 +156,18 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
     conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
     return "healed", css, f"finds {h} of {len(containers)} records' values", {
         "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
+
+
+def _labelled_alike(after: Page, containers: list[int], sample: list[int], css: str, fp: Fingerprint) -> bool:
+    """Does every sampled record name the node the selector finds by the old node's label?
+
+    Short values found in unlike nodes (a table's cells now a card's labelled pairs) are the
+    field's own when each sits under the label its old column or field had.
+    """
+    if not fp.label or fp.label_kind not in STRONG_LABEL_KINDS:
+        return False
+    found = [lexbor_first_in(after, containers[k], css) for k in sample]
+    return len(found) >= 2 and all(n is not None and after.label(n) == fp.label for n in found)
 
 
 def _css(sel) -> str:

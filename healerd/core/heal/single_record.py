@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal import neighbourhood
 from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
@@ -44,6 +45,7 @@ from healerd.core.heal.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.merged_labels import merged_rival
 from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.number_kind import place_by_number
 from healerd.core.heal.path_align import place_by_path
@@ -116,6 +118,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     for name, (cand, why) in place_by_path(bp, before, after, old_nodes, old_raw, fps, decisions).items():
         decisions[name] = ("healed", cand, why)
         details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
+    # ... or, still alike, the tree around the old node: its ancestors' children (staged)
+    _place_by_neighbourhood(bp, before, after, old_nodes, old_raw, fps, decisions, details)
 
     # fields whose value changed but whose old node was shared with a found field follow it
     for name, (status, _cand, _why) in list(decisions.items()):
@@ -297,6 +301,10 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
             return "gone", None, f"the old value is only found in unlike places (likeness {best.sim:.2f})", best
         if runner is not None and best.score - runner.score < MARGIN:
             return "ambiguous", None, f"two places carry the old value ({best.score:.2f} vs {runner.score:.2f})", runner
+        rival = None if best.label_match else merged_rival(after, fp, old_value, spec.attr, best.node, best.sim)
+        if rival is not None:
+            return "ambiguous", None, (f"the old value is at {describe(after, best.node)} and, with a label merged in, "
+                                       f"at {describe(after, rival)}, more like the old node"), best
         return "healed", best, "old value found" + (" with its label" if best.label_match else ""), runner
     near = _near_candidates(fp, old_value, spec.attr, after, partner_values, None)
     if near:
@@ -486,6 +494,26 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         details[name] = _detail("healed", best, None, why, after, spec)
 
 
+def _place_by_neighbourhood(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
+                            decisions: dict, details: dict) -> None:
+    """Fields whose old value two places carry, settled by the tree around the old node (`neighbourhood`)."""
+    for name, (status, _cand, why) in list(decisions.items()):
+        if status != "ambiguous" or not why.startswith("two places carry") or old_nodes.get(name) is None:
+            continue
+        spec = bp.fields[name]
+        cands = _exact_candidates(fps[name], old_raw[name], spec.attr, after, {}, None)
+        node, how = neighbourhood.pick(before, old_nodes[name], after, [c.node for c in cands])
+        if node is None:
+            decisions[name] = (status, None, f"{why}; {how}")
+            details[name] = {**details.get(name, {}), "why": f"{why}; {how}"}
+            continue
+        best = next(c for c in cands if c.node == node)
+        best.kind = "neighbourhood"
+        why = f"old value found in {len(cands)} places; {how}"
+        decisions[name] = ("healed", best, why)
+        details[name] = _detail("healed", best, None, why, after, spec)
+
+
 def _telling(value: str) -> bool:
     """Long enough, and words rather than a bare code or number, not to turn up twice by chance."""
     return len(value) >= 8 and " " in value.strip() and any(ch.isalpha() for ch in value)
@@ -494,6 +522,8 @@ def _telling(value: str) -> bool:
 def _confidence(c: Candidate | None) -> float:
     if c is None:
         return 0.0
+    if c.kind == "neighbourhood":
+        return neighbourhood.CONFIDENCE
     base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "moved": 0.45, "label": 0.45}.get(c.kind, 0.4)
     return round(min(1.0, base + 0.3 * c.sim), 3)
 
