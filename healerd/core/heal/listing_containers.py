@@ -196,9 +196,15 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
         # a node that also holds later records (the parent of a nested list) only when nothing purer is found
         return (s, a in pure, -after.depth[a], -a)
     # the container kind most records agree on: tag under the same kind of parent
+    sigs: dict[int, tuple] = {}     # a node's kind, read once: every record asks it of many nodes, twice
+
     def sig(a: int) -> tuple:
-        p = after.parent[a]
-        return (after.tags[a], after.tags[p] if p >= 0 else "", tuple(sorted(after.classes(p))) if p >= 0 else ())
+        k = sigs.get(a)
+        if k is None:
+            p = after.parent[a]
+            k = sigs[a] = (after.tags[a], after.tags[p] if p >= 0 else "",
+                           tuple(sorted(after.classes(p))) if p >= 0 else ())
+        return k
     by_sig: dict[tuple, dict[int, tuple[int, int]]] = {}
     for r, cands in per_record.items():
         for a, n in cands:
