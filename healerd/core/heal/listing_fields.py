@@ -56,6 +56,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
     in_sample = set(sample)
     have_s = sum(1 for k in sample if exact_sets[k])
 
+    likeness: dict[int, float] = {}     # node -> similarity to fp: candidates mostly land on the same nodes
+
     def evaluate(css_or_sel, where: list[int] = every) -> tuple[int, int, float]:
         """(records whose value it gives, records whose value it misses although present, mean likeness).
 
@@ -78,7 +80,10 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             if want is not None and val == want:
                 hits += 1
                 if fp is not None and k in in_sample:
-                    sims += similarity(fp, after, node)
+                    like = likeness.get(node)
+                    if like is None:
+                        like = likeness[node] = similarity(fp, after, node)
+                    sims += like
                     sim_n += 1
             elif s:
                 wrong += 1
