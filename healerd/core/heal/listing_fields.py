@@ -45,8 +45,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
     if records is None:
         return _changed_values_in_containers(after, containers, spec, fp, kinds[name], None)
     wants = [old_raw[r].get(name) for r in records]
-    exact_sets = [set(after.exact(v, spec.attr, within=c)) if v else set() for v, c in zip(wants, containers)]
-    exact_sets = [{i for i in s if i != c} for s, c in zip(exact_sets, containers)]
+    exact_sets = [{i for i in after.exact(v, spec.attr, within=c) if i != c} if v else set()
+                  for v, c in zip(wants, containers)]
     have = sum(1 for s in exact_sets if s)
     present = sum(1 for v in wants if v)
 
