@@ -151,16 +151,17 @@ def _copies_beside(after: Page, containers: list[int], records: list[int] | None
     if records is None:
         return frozenset()
     mine = set(containers)
-    held = []
-    for c, r in zip(containers, records):
+    tags = {after.tags[c] for c in containers}
+    held = []           # the old values each of the first 50 containers holds: a sibling copying one of them
+    for c, r in zip(containers[:50], records[:50]):
         vals = [(v, spec.attr) for name, spec in bp.fields.items() if (v := old_raw[r].get(name))]
         held.append([(v, a) for v, a in vals if after.exact(v, a, within=c)])
     out = set()
     for p in {after.parent[c] for c in containers if after.parent[c] >= 0}:
         for k in after.children[p]:
-            if k in mine or after.tags[k] not in {after.tags[c] for c in containers}:
+            if k in mine or after.tags[k] not in tags:
                 continue
-            if any(len(h) >= 2 and sum(1 for v, a in h if after.exact(v, a, within=k)) * 2 > len(h) for h in held[:50]):
+            if any(len(h) >= 2 and sum(1 for v, a in h if after.exact(v, a, within=k)) * 2 > len(h) for h in held):
                 out.add(k)
     return frozenset(out)
 

@@ -153,6 +153,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
     n_rec = len(old_raw)
     # positions (document order) of each record's value nodes, per ancestor
     spans: dict[int, dict[int, list]] = {}          # ancestor -> record -> [first, last, fields]
+    parent = after.parent
     for name, spec in bp.fields.items():
         distinct = _distinctive(old_raw, name)
         for r, rec in enumerate(old_raw):
@@ -163,15 +164,27 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
             if not hits or len(hits) > MAX_VALUE_HITS * (1 if spec.attr else 3):
                 continue
             for h in hits:
-                for a in after.ancestors(h, MAX_RECORD_DEPTH):  # a container holds its values below itself
-                    held = spans.setdefault(a, {})
-                    if r not in held and len(held) >= _MANY:
-                        # a node already holding several other records is no container for this one, nor
-                        # is any node above it (on a big listing, climbing to the root costs most)
-                        break
-                    slot = held.setdefault(r, [h, h, set()])
-                    slot[0], slot[1] = min(slot[0], h), max(slot[1], h)
-                    slot[2].add(name)
+                # a container holds its values below itself: h's ancestors, MAX_RECORD_DEPTH of them at most
+                # (walked here rather than listed by Page.ancestors: this loop runs once per value on the page)
+                a, left = parent[h], MAX_RECORD_DEPTH
+                while a >= 0 and left > 0:
+                    held = spans.get(a)
+                    if held is None:
+                        held = spans[a] = {}
+                    slot = held.get(r)
+                    if slot is None:
+                        if len(held) >= _MANY:
+                            # a node already holding several other records is no container for this one, nor
+                            # is any node above it (on a big listing, climbing to the root costs most)
+                            break
+                        held[r] = [h, h, {name}]
+                    else:
+                        if h < slot[0]:
+                            slot[0] = h
+                        if h > slot[1]:
+                            slot[1] = h
+                        slot[2].add(name)
+                    a, left = parent[a], left - 1
     # a node can hold record r when r's values come before any other record's inside it
     # (css_first picks the first match, so nested records are fine)
     per_record: dict[int, list[tuple[int, int]]] = {}
@@ -179,10 +192,13 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
     for a, recs in spans.items():
         if len(recs) == 1:
             pure.add(a)
+            for r, (_lo, _hi, names) in recs.items():
+                per_record.setdefault(r, []).append((a, len(names)))
+            continue
         # r's values come before any other record's: before the smallest start among the others
         lows = sorted((lo, r) for r, (lo, _hi, _n) in recs.items())[:2]
         for r, (_lo, hi, names) in recs.items():
-            if len(recs) == 1 or hi < (lows[1][0] if lows[0][1] == r else lows[0][0]):
+            if hi < (lows[1][0] if lows[0][1] == r else lows[0][0]):
                 per_record.setdefault(r, []).append((a, len(names)))
     if not per_record:
         return None
@@ -196,9 +212,15 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
         # a node that also holds later records (the parent of a nested list) only when nothing purer is found
         return (s, a in pure, -after.depth[a], -a)
     # the container kind most records agree on: tag under the same kind of parent
+    sigs: dict[int, tuple] = {}     # a node's kind, read once: every record asks it of many nodes, twice
+
     def sig(a: int) -> tuple:
-        p = after.parent[a]
-        return (after.tags[a], after.tags[p] if p >= 0 else "", tuple(sorted(after.classes(p))) if p >= 0 else ())
+        k = sigs.get(a)
+        if k is None:
+            p = after.parent[a]
+            k = sigs[a] = (after.tags[a], after.tags[p] if p >= 0 else "",
+                           tuple(sorted(after.classes(p))) if p >= 0 else ())
+        return k
     by_sig: dict[tuple, dict[int, tuple[int, int]]] = {}
     for r, cands in per_record.items():
         for a, n in cands:

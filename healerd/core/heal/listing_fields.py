@@ -45,8 +45,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
     if records is None:
         return _changed_values_in_containers(after, containers, spec, fp, kinds[name], None)
     wants = [old_raw[r].get(name) for r in records]
-    exact_sets = [set(after.exact(v, spec.attr, within=c)) if v else set() for v, c in zip(wants, containers)]
-    exact_sets = [{i for i in s if i != c} for s, c in zip(exact_sets, containers)]
+    exact_sets = [{i for i in after.exact(v, spec.attr, within=c) if i != c} if v else set()
+                  for v, c in zip(wants, containers)]
     have = sum(1 for s in exact_sets if s)
     present = sum(1 for v in wants if v)
 
@@ -55,6 +55,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
     sample = _spread(every, SAMPLE)
     in_sample = set(sample)
     have_s = sum(1 for k in sample if exact_sets[k])
+
+    likeness: dict[int, float] = {}     # node -> similarity to fp: candidates mostly land on the same nodes
 
     def evaluate(css_or_sel, where: list[int] = every) -> tuple[int, int, float]:
         """(records whose value it gives, records whose value it misses although present, mean likeness).
@@ -78,7 +80,10 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             if want is not None and val == want:
                 hits += 1
                 if fp is not None and k in in_sample:
-                    sims += similarity(fp, after, node)
+                    like = likeness.get(node)
+                    if like is None:
+                        like = likeness[node] = similarity(fp, after, node)
+                    sims += like
                     sim_n += 1
             elif s:
                 wrong += 1

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from healerd.core.blueprint import BlueprintError, check_selector
 from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.node_kinds import one_per_kind
 
 _IDENT = re.compile(r"^-?[_a-zA-Z][_a-zA-Z0-9-]*$")
 _SAFE_VALUE = re.compile(r"^[\w .:/#@+-]{1,40}$")
@@ -403,8 +404,11 @@ def _telling_compounds(page: Page, want: list[int], own: list[Compound], decoys:
 def _common_compounds(page: Page, nodes: list[int]) -> list[Compound]:
     """Compounds that every node in `nodes` matches (taken from the first, checked on all)."""
     out = []
+    rest = nodes[1:]
+    kinds = one_per_kind(page, rest) if len(rest) > 8 else rest   # tag and attributes alike: matched alike
     for c in compounds(page, nodes[0], positional=False):
-        if all(c.matches(page, n) for n in nodes[1:]):
+        alike = not (c.nth_child or c.nth_of_type or c.nth_from or c.has is not None)
+        if all(c.matches(page, n) for n in (kinds if alike else rest)):
             out.append(c)
     return out
 
