@@ -553,9 +553,8 @@ def shift_suspect(new_data: Any, sample: Any) -> bool:
     if not fields_of:
         return False
     rows = _rows(new_data)
-    if not any(isinstance(v, (str, int, float)) and (fs := fields_of.get(v)) is not None and n not in fs
-               for r in rows for n, v in r.items()):
-        return False   # the usual page: the scan costs what it did before the counting below
+    if not _gives_another_fields_value(rows, fields_of):
+        return False   # the usual page: one dict lookup per value, no counting
     own: dict[str, int] = {}               # field -> new values that are its own sample values
     moved: dict[tuple[str, str], int] = {}   # (field, other) -> new values that are other's only
     for r in rows:
@@ -567,3 +566,11 @@ def shift_suspect(new_data: Any, sample: Any) -> bool:
                     for m in fs:
                         moved[n, m] = moved.get((n, m), 0) + 1
     return any(k > own.get(n, 0) and k > own.get(m, 0) for (n, m), k in moved.items())
+
+
+def _gives_another_fields_value(rows: list[dict], fields_of: dict[Any, set[str]]) -> bool:
+    for r in rows:
+        for n, v in r.items():
+            if isinstance(v, (str, int, float)) and (fs := fields_of.get(v)) is not None and n not in fs:
+                return True
+    return False
