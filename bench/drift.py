@@ -108,6 +108,35 @@ def speed() -> None:
         shift = (time.perf_counter() - t0) * 1000 / 7
         print(f"{label:<24} extract {statistics.median(ext):8.2f} ms   locus {statistics.median(loc):7.2f} ms   "
               f"shift_suspect (Validator) {shift:6.2f} ms")
+    shared_values()
+
+
+def shared_values() -> None:
+    """A blog listing whose tag often names a category and whose link text is the title, before
+    and after new posts came on top (the locus does not move): does the shift trigger fire, and
+    what does the full check it would start cost?"""
+    from healerd.core.blueprint import from_dict
+
+    cats = ["Weather", "Farming", "Rivers"]
+
+    def listing(first: int) -> str:
+        rows = "".join(f'<li><h2>Post {i}</h2><a href="/p/{i}">Post {i}</a><b>{cats[i % 3]}</b>'
+                       f'<i>{cats[(i + 1) % 3] if i % 4 == 0 else f"tag{i % 7}"}</i></li>'
+                       for i in range(first, first + 50))
+        return f"<html><body><ul>{rows}</ul></body></html>"
+
+    bp = from_dict({"url": "http://x/", "items": "li",
+                    "fields": {"title": {"css": "h2"}, "link": {"css": "a"}, "category": {"css": "b"},
+                               "tag": {"css": "i"}}})
+    before, after = listing(0), listing(3)
+    old, new = extract(before, bp).data, extract(after, bp).data
+    fires = shift_suspect(new, last_good_sample(old))
+    t0 = time.perf_counter()
+    for _ in range(7):
+        drift_reason(bp, before, old, after, new)
+    full = (time.perf_counter() - t0) * 1000 / 7
+    print(f"{'shared values, 50 rows':<24} shift_suspect fires: {'yes' if fires else 'no '}   "
+          f"the full check it starts {full:6.2f} ms{'' if fires else ' (not run)'}")
 
 
 def main(argv: list[str] | None = None) -> int:

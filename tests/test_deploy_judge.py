@@ -209,6 +209,21 @@ def test_a_number_that_becomes_a_url_is_rejected():
     assert v.action == REJECT and "price: values were number, now url" in v.problems
 
 
+def test_links_that_turn_pretty_are_still_links_but_bare_words_are_not():
+    # A site moving from "p3.html" to "p3/" links: a candidate reading the new links is right.
+    production = bp(link={"css": "a.tag", "attr": "href", "required": False})
+    last_good = extract(page([product(i, extra=f'<a class="tag" href="p{i}.html">t</a>') for i in range(20)]),
+                        production).data
+    html = page([product(i, extra=f'<a class="tag" href="p{i}/">t</a><a class="word" href="tag">t</a>')
+                 for i in range(20)])
+    v = run(production, html, production=production, last_good=last_good)
+    assert v.action == PROMOTE, v.reason
+    # The same field read from a bare word ("tag" shows no link's structure) is judged as text.
+    words = bp(production.to_dict(), link={"css": "a.word", "attr": "href", "required": False})
+    v = run(words, html, production=production, last_good=last_good)
+    assert v.action == REJECT and "link: values were url, now text" in v.problems
+
+
 def test_text_and_dates_may_trade_places():
     production = bp(note={"css": ".note", "required": False})
     last_good = extract(page([product(i, extra='<i class="note">Fresh stock arriving</i>') for i in range(20)]),

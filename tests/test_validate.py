@@ -190,6 +190,34 @@ def test_shape_drift_against_last_good_urls():
     assert r.errors == ["value-shape drift: profile was URLs, now 'Profile'"]
 
 
+def test_links_read_from_an_attribute_stay_links_whatever_their_form():
+    # A site moving from "x.html" links to pretty "x/" links, root-relative or absolute ones:
+    # a value read from href is a URL reference by its structure, not by its ending.
+    last_good = [{"name": f"P{i}", "score": i, "profile": f"p{i}.html", "note": None} for i in range(5)]
+    for href in ("drought/", "posts/drought/", "../tags/drought", "https://x.org/t/drought", "drought.php"):
+        assert run(listing([row(i, href=href) for i in range(5)]), last_good=last_good).passed, href
+    # A bare word or a link to the page itself shows no link structure: still drift to words.
+    for href in ("Profile", "#top"):
+        r = run(listing([row(i, href=href) for i in range(5)]), last_good=last_good)
+        assert r.errors == [f"value-shape drift: profile was URLs, now {href!r}"]
+
+
+def test_a_text_field_is_judged_as_text_even_when_its_values_look_like_paths():
+    bp = from_dict({"items": "li", "fields": {"path": {"css": "b"}}})
+    html = "<ul>" + "".join(f"<li><b>{w}/</b></li>" for w in ("drought", "floods", "lune")) + "</ul>"
+    r = run(html, bp, last_good=[{"path": "drought.html"}, {"path": "floods.html"}])
+    assert r.errors == ["value-shape drift: path was URLs, now 'drought/'"]
+
+
+def test_is_url_reference():
+    from healerd.core.validate import is_url_reference
+
+    assert [is_url_reference(v) for v in ("drought/", "posts/x.html", "x.html", "/a", "../up", "//cdn/x.js",
+                                           "https://x.org/a", "mailto:a@b.org", "Profile", "about", "#top",
+                                           "Note:", "a b/", "http://[::1", "", None, 5)] == \
+        [True] * 8 + [False] * 9
+
+
 def test_shape_drift_against_last_good_numbers_in_a_str_field():
     bp = from_dict({"items": "li", "fields": {"label": {"css": "b"}, "rank": {"css": "i"}}})
     last_good = [{"label": "a", "rank": "#1"}, {"label": "b", "rank": "#2"}, {"label": "c", "rank": "3rd"}]

@@ -534,11 +534,17 @@ def placeholder_suspect(new_data: Any, sample: Any) -> bool:
 
 
 def shift_suspect(new_data: Any, sample: Any) -> bool:
-    """A field now giving the value another field had in the Validator's stand-in sample of the
-    last good records (validate.last_good_sample), where that value is not its own: a column
-    reordered under positional selectors moves no structure the locus sees, so it is worth the
-    full check (`drift_reason`'s `shifted_column` over every last good record). Cheap: one dict
-    lookup per value (the sample's values and the new ones are alike extracted and coerced)."""
+    """Evidence that a field now gives another field's values, from the Validator's stand-in
+    sample of the last good records (validate.last_good_sample): a column reordered under
+    positional selectors moves no structure the locus sees, so it is worth the full check
+    (`drift_reason`'s `shifted_column` over every last good record).
+
+    A value of field m's sample turning up in field n (where it is not n's own) is not enough:
+    fields that legitimately share values (a category and a tag, a title and a link text) do
+    that on every changed page. Over the new records, n must hold m's sample values more often
+    than n's own sample values AND more often than m itself still does: the values moved.
+    Cheap: one dict lookup per value (the sample's values and the new ones are alike
+    extracted and coerced), and the counting only once such a value is seen."""
     fields_of: dict[Any, set[str]] = {}
     for r in _rows(sample):
         for n, v in r.items():
@@ -546,7 +552,24 @@ def shift_suspect(new_data: Any, sample: Any) -> bool:
                 fields_of.setdefault(v, set()).add(n)
     if not fields_of:
         return False
-    for r in _rows(new_data):
+    rows = _rows(new_data)
+    if not _gives_another_fields_value(rows, fields_of):
+        return False   # the usual page: one dict lookup per value, no counting
+    own: dict[str, int] = {}               # field -> new values that are its own sample values
+    moved: dict[tuple[str, str], int] = {}   # (field, other) -> new values that are other's only
+    for r in rows:
+        for n, v in r.items():
+            if isinstance(v, (str, int, float)) and (fs := fields_of.get(v)) is not None:
+                if n in fs:
+                    own[n] = own.get(n, 0) + 1
+                else:
+                    for m in fs:
+                        moved[n, m] = moved.get((n, m), 0) + 1
+    return any(k > own.get(n, 0) and k > own.get(m, 0) for (n, m), k in moved.items())
+
+
+def _gives_another_fields_value(rows: list[dict], fields_of: dict[Any, set[str]]) -> bool:
+    for r in rows:
         for n, v in r.items():
             if isinstance(v, (str, int, float)) and (fs := fields_of.get(v)) is not None and n not in fs:
                 return True

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import Extraction
-from healerd.core.validate import ValidationResult, validate, value_shape
+from healerd.core.validate import URL_ATTRS, ValidationResult, is_url_reference, validate, value_shape
 
 LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
 
@@ -60,8 +60,11 @@ def _field_values(data: Any, name: str) -> list:
     return []
 
 
-def _dominant_shape(values: list) -> str | None:
-    shapes = [value_shape(v) for v in values if v not in (None, "")]
+def _dominant_shape(values: list, links: bool = False) -> str | None:
+    """The shape of at least JUDGE_SHAPE_MAJORITY of `values`; with `links` (values read from a
+    URL attribute), a value with a link's structure is a URL whatever its ending
+    (validate.is_url_reference, as in the validator's drift check)."""
+    shapes = [("url" if links and is_url_reference(v) else value_shape(v)) for v in values if v not in (None, "")]
     if not shapes:
         return None
     best = max(sorted(set(shapes)), key=shapes.count)
@@ -156,7 +159,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
                 problems.append(f"item count {new} is implausible against the last good {old}")
         for name in candidate.fields:
             before = _dominant_shape(_field_values(last_good, name))
-            after = _dominant_shape(_field_values(data, name))
+            links = before == "url" and (candidate.fields[name].attr or "").lower() in URL_ATTRS
+            after = _dominant_shape(_field_values(data, name), links)
             if before and after and before != after and not ({before, after} <= {"text", "date"}):
                 problems.append(f"{name}: values were {before}, now {after}")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -137,6 +138,30 @@ _cached_text_shape = lru_cache(maxsize=8192)(_text_shape)
 def _plain_words(v: Any) -> bool:
     """Text with no digits that is not a URL: what a number/URL/date field turns into when it drifts."""
     return value_shape(v) == "text" and not any(ch.isdigit() for ch in str(v))
+
+
+# Attributes whose value is a URL reference (HTML's href, src and action).
+URL_ATTRS = frozenset({"href", "src", "action"})
+_FILE_NAME = re.compile(r"\.[a-z][a-z0-9]{0,4}$", re.I)   # a last path segment like x.html, logo.png
+
+
+def is_url_reference(v: Any) -> bool:
+    """Whether `v`, read from a URL attribute, shows the structure of a link (RFC 3986 / WHATWG
+    URL parsing, urllib.parse): a scheme, a host, a path with a "/" in it (absolute, root-relative
+    or relative: "/a", "posts/x.html", "drought/", "../up") or a file name ("x.html"). A bare
+    word ("Profile", "about") or a fragment of the page itself ("#top") shows none: it cannot be
+    told from text read into the attribute, so it is judged as text."""
+    if type(v) is not str:
+        return False
+    s = v.strip()
+    if not s or any(ch.isspace() for ch in s):
+        return False
+    try:
+        parts = urllib.parse.urlsplit(s)
+    except ValueError:   # e.g. an unbalanced "[" in a host
+        return False
+    return bool((parts.scheme and (parts.netloc or parts.path)) or parts.netloc or "/" in parts.path
+                or _FILE_NAME.search(parts.path))
 
 
 def _is_blank(v: Any) -> bool:
@@ -392,12 +417,15 @@ def _check_field(p: _Problems, name: str, spec, records: list, raw: Any, is_list
             p.add(errors.SCHEMA_MISMATCH, f"{kind}: {name} ({detail_text})", name)
 
 
-def _check_shape(p: _Problems, name: str, records: list, last_good: Any) -> None:
+def _check_shape(p: _Problems, name: str, spec, records: list, last_good: Any) -> None:
     before = _dominant_shape(_field_values(last_good, name))
     if before not in _JUDGED_SHAPES:
         return
     now = [v for v in (r.get(name) for r in records if isinstance(r, dict)) if not _is_blank(v)]
-    if now and all(_plain_words(v) for v in now):
+    # A value read from href/src/action is still a link whatever its form ("x.html" becoming the
+    # pretty "x/"); a bare word there is judged as text, like any text field's value.
+    links = before == "url" and (spec.attr or "").lower() in URL_ATTRS
+    if now and all(_plain_words(v) and not (links and is_url_reference(v)) for v in now):
         p.add(errors.SCHEMA_MISMATCH,
               f"value-shape drift: {name} was {_shape_word(before)}, now {str(now[0])[:40]!r}", name)
 
@@ -448,7 +476,7 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
             failed = {name for _, _, name in p.items}
             for name, spec in fields.items():
                 if spec.required and name not in failed:
-                    _check_shape(p, name, records, last_good)
+                    _check_shape(p, name, spec, records, last_good)
 
     if html is not None or status in (401, 407):
         # The page scan costs about as much as the extraction; a page that gave the records

@@ -36,3 +36,30 @@ def test_page_drift_sees_a_reorder_that_moves_no_structure():
     swapped = [{"name": r["name"], "score": r["games"], "games": r["score"]} for r in OLD]
     assert "holds what" in (page_drift(bp, before, OLD, after, swapped) or "")
     assert page_drift(bp, before, OLD, before, OLD) is None
+
+
+POSTS = [{"title": "Dry spell ends", "category": "Weather", "tag": "Rain"},
+         {"title": "Harvest report", "category": "Farming", "tag": "Weather"},
+         {"title": "Wells run low", "category": "Weather", "tag": "Drought"}]
+
+
+def test_fields_sharing_values_on_a_changed_page_are_not_suspect():
+    # A tag may name a category, and a link's text is often the title: on the next page (new
+    # posts on top) a field gives a value another field had in the sample, but each field still
+    # holds its own kind of values and the other field still holds that value too.
+    sample = last_good_sample(POSTS)
+    newer = [{"title": "Storm warning", "category": "Weather", "tag": "Wind"},
+             {"title": "Crop prices", "category": "Farming", "tag": "Weather"},
+             {"title": "Dry spell ends", "category": "Weather", "tag": "Rain"}]
+    assert sample[0]["category"] == "Weather" and "Weather" in [r["tag"] for r in newer]
+    assert shift_suspect(newer, sample) is False
+    links = [{"title": "Harvest report", "link": "Read more"},
+             {"title": "Wells run low", "link": "Wells run low"}]
+    assert shift_suspect([{"title": "Crop prices", "link": "Read more"},
+                          {"title": "Harvest report", "link": "Harvest report"}],
+                         last_good_sample(links)) is False
+
+
+def test_a_column_shifted_over_a_removed_one_is_suspect():
+    shifted = [{"name": r["name"], "score": r["games"], "games": None} for r in OLD]
+    assert shift_suspect(shifted, last_good_sample(OLD)) is True
