@@ -60,3 +60,22 @@ def product(decoy_before: bool = False, stock_removed: bool = False, price: str 
     else:
         body = f"<main>{real}</main>"
     return _page(body, head="Trail Kettle")
+
+
+SPECS_BP = {"every": "1h",
+            "fields": {"brand": {"css": "dl.specs dd:nth-of-type(1)"}, "model": {"css": "dl.specs dd:nth-of-type(2)"},
+                       "weight": {"css": "dl.specs dd:nth-of-type(3)"}}}
+
+
+def specs(order=("Brand", "Model", "Weight"), weight: str = "1.2 kg") -> str:
+    """A spec sheet read by position: `order` reorders its label/value pairs."""
+    values = {"Brand": "Northpeak", "Model": "Trail Kettle", "Weight": weight}
+    pairs = "".join(f"<dt>{k}</dt><dd>{values[k]}</dd>" for k in order)
+    return _page(f'<main><h1>Trail Kettle</h1><dl class="specs">{pairs}</dl></main>', head="Trail Kettle")
+
+
+def league_swapped(rows=PLAYERS) -> str:
+    """The league table with its Score and Games columns swapped: every tag where it was."""
+    head = "<th>Name</th><th>Team</th><th>Games</th><th>Score</th><th>Rank</th>"
+    body = "".join(f"<tr><td>{n}</td><td>{t}</td><td>{g}</td><td>{s}</td><td>{r}</td></tr>" for n, t, s, g, r in rows)
+    return _page(f'<table class="league"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')

@@ -133,6 +133,34 @@ def _first(scope: LexborNode | LexborHTMLParser, css: str) -> tuple[int, LexborN
     return len(matches), (matches[0] if matches else None)
 
 
+def heading_of(node: LexborNode | None) -> str:
+    """The heading that names a value's place, part of its structure: a table cell's column header,
+    or the <dt>, <th> or <label> just before it (digits folded). Reordered columns or a reordered
+    field list keep every tag where it was but move these. "" when none."""
+    if node is None:
+        return ""
+    cell = _cell(node)
+    if cell is not None and cell.parent is not None:
+        row = cell.parent
+        index = next((i for i, c in enumerate(_children(row)) if c.mem_id == cell.mem_id), -1)
+        table = row.parent
+        while table is not None and table.tag not in ("table", "-document"):
+            table = table.parent
+        if table is None or table.tag != "table":
+            return ""
+        head = table.css_first("thead tr") or table.css_first("tr")
+        if head is None or head.mem_id == row.mem_id or head.css_first("th") is None:
+            return ""
+        heads = _children(head)
+        return _DIGITS.sub("0", _text(heads[index]))[:40] if 0 <= index < len(heads) else ""
+    prev = node.prev
+    while prev is not None and (not prev.tag or prev.tag.startswith("-")):
+        prev = prev.prev
+    if prev is not None and prev.tag in ("dt", "th", "label"):
+        return _DIGITS.sub("0", _text(prev))[:40]
+    return ""
+
+
 def locus_signature(tree: LexborHTMLParser, blueprint: Blueprint, items: list[LexborNode] | None = None) -> str:
     """A short hash of the structure the blueprint's selectors land on ("" for a code blueprint).
     `items`: the item nodes extraction found (extract's `items_out`), else they are queried."""
@@ -154,14 +182,15 @@ def locus_signature(tree: LexborHTMLParser, blueprint: Blueprint, items: list[Le
             for name, spec in blueprint.fields.items():   # where each field sits in the first record
                 if spec.css is not None:
                     n, first = _first(nodes[0], spec.css)
-                    parts.add(f"{name} {min(n, 3)} {_path(first, stop=nodes[0]) if first is not None else '-'}")
+                    parts.add(f"{name} {min(n, 3)} {_path(first, stop=nodes[0]) if first is not None else '-'}"
+                              f" {heading_of(first)}")
     else:
         root = tree.root if tree.root is not None else tree
         for name, spec in blueprint.fields.items():
             if spec.css is None:
                 continue
             n, first = _first(root, spec.css)
-            parts.add(f"{name} {min(n, 3)} {_path(first) if first is not None else '-'}")
+            parts.add(f"{name} {min(n, 3)} {_path(first) if first is not None else '-'} {heading_of(first)}")
     return hashlib.sha256("\n".join(sorted(parts)).encode("utf-8")).hexdigest()[:16]
 
 
@@ -181,6 +210,8 @@ def _rows(data: Any) -> list[dict]:
 def _norm(v: Any) -> str | None:
     if v is None:
         return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)   # an int field's 12 and a float field's 12.0 are the same value
     s = " ".join(str(v).split())
     return s or None
 
@@ -228,10 +259,16 @@ def placeholder(new: Any, old: Any, names: list[str]) -> str | None:
         pattern = PLACEHOLDER if shaped else WALL
         if any(pattern.match(v) for v in before):
             continue   # the site showed placeholders before: one now is nothing new
-        for v in _column(new_rows, name):
+        now = _column(new_rows, name)
+        for v in now:
             if pattern.match(v) and (not shaped or value_shape(v) != shape):
                 what = f"a {shape}" if shaped else "a value"
                 return f"{name} shows a placeholder {v[:40]!r} where the last good page had {what}"
+        if (len(now) >= 2 and len(now) == len(new_rows) and all(PLACEHOLDER.match(v) for v in now)
+                and not any(PLACEHOLDER.match(v) for v in before)):
+            # a text field may say "N/A" in a record (a single record's too), never in every record of
+            # a list where none did before
+            return f"{name} shows a placeholder {now[0][:40]!r} in every record where the last good page had values"
     return None
 
 
@@ -529,8 +566,14 @@ def placeholder_suspect(new_data: Any, sample: Any) -> bool:
     if not rows:
         return False
     judged = {n for n, v in rows[0].items() if _norm(v) is not None and value_shape(v) in ("number", "url", "date")}
-    return any((PLACEHOLDER if n in judged else WALL).match(v) for r in _rows(new_data) for n in rows[0]
-               if isinstance(v := r.get(n), str))
+    new_rows = _rows(new_data)
+    if any((PLACEHOLDER if n in judged else WALL).match(v) for r in new_rows for n in rows[0]
+           if isinstance(v := r.get(n), str)):
+        return True
+    # a text field hidden in every record (see `placeholder`)
+    filled = [n for n, v in rows[0].items() if _norm(v) is not None and not PLACEHOLDER.match(str(v))]
+    return len(new_rows) >= 2 and any(all(isinstance(v := r.get(n), str) and PLACEHOLDER.match(v) for r in new_rows)
+                                  for n in filled)
 
 
 def shift_suspect(new_data: Any, sample: Any) -> bool:
