@@ -194,7 +194,9 @@ class Source:
         if self.kind == "table":
             return [{"name": p.name, "price": price(p), "stock": p.stock} for p in items]
         if self.kind == "pricelist":
-            return [{"name": p.name, "brand": p.brand, "price": price(p), "stock": p.stock} for p in items]
+            gone = layout == 1 and self.family == "dropped_column" and self._dropped() == "Brand"
+            return [{"name": p.name, "brand": None if gone else p.brand, "price": price(p), "stock": p.stock}
+                    for p in items]
         if self.kind == "cards":
             return [{"name": p.name, "price": price(p), "url": f"/p/{p.sku.lower()}"} for p in items]
         p = items[0]
@@ -248,10 +250,15 @@ class Source:
                 f'<table class="products"><thead><tr><th>Product</th><th>SKU</th><th>Price</th><th>Stock</th></tr>'
                 f'</thead><tbody>{rows}</tbody></table></main>')
 
+    def _dropped(self) -> str:
+        """The column a `dropped_column` price list loses: Category (no field reads it) or Brand (its
+        data is then gone from the page)."""
+        return "Category" if self.idx % 2 else "Brand"
+
     def _pricelist(self, fam: str, items: list[Product]) -> str:
         cols = ["Name", "Brand", "Category", "Price", "Stock"]
         if fam == "dropped_column":
-            cols.remove("Category" if self.idx % 2 else "Brand")
+            cols.remove(self._dropped())
         elif fam == "reordered":
             cols = ["Name", "Brand", "Category", "Stock", "Price"]
         cell = {"Name": lambda p: _esc(p.name), "Brand": lambda p: p.brand, "Category": lambda p: p.category,
@@ -539,6 +546,12 @@ def main(argv: list[str] | None = None) -> int:
     print("families: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(s.family for s in sources).items())),
           flush=True)
     load_start = os.getloadavg()
+
+    def stop(signum, frame):   # a TERM (or an INT in the background) ends the day: the daemon is stopped
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         while time.time() < t0:
             if proc.poll() is not None:
