@@ -40,8 +40,6 @@ def test_a_remembered_fix_never_stores_another_column(site, daemon_factory, tmp_
     d.wait_for(lambda: any(h["kind"] == "fix" and h["strategy"] == "memory" for h in d.ctl_json("history", "second")),
                timeout=60, what="the remembered fix tried on the second source")
     d.ctl_json("run", "second")
-    print([(h["strategy"], h["outcome"], h["reason"][:120]) for h in d.ctl_json("history", "second")
-           if h["kind"] == "fix"])
     assert not brands(d, "second") & CATEGORIES, brands(d, "second")
     promoted = [h for h in d.ctl_json("history", "second") if h["kind"] == "fix" and h["outcome"] == "promoted"]
     assert not promoted, promoted
