@@ -3,7 +3,7 @@
 A fix healed on one page can be offered for another (the fix memory does so across sources): on
 a price list that lost its Brand column, a fix made where the Category column went reads the
 categories as brands, and every shape check passes. The heading that names each field's place
-(`drift.heading_of`: the column header, or the dt/th/label before the value) tells it: the field
+(`headings.heading_of`: the column header, or the dt/th/label before the value) tells it: the field
 now reads a new value from under another heading than production read on the last good page.
 """
 
@@ -17,8 +17,9 @@ from healerd.core.blueprint import Blueprint
 
 # the drift checks' own helpers: records as rows, values compared as text, a selector's first
 # match, two labels that name different things
-from healerd.core.drift import _first, _norm, _renamed, _rows, heading_of
+from healerd.core.drift import _first, _norm, _renamed, _rows
 from healerd.core.extract import item_nodes, parse_html
+from healerd.core.headings import heading_of
 
 
 def candidate_relabelled(production: Blueprint, before_html: str, old_records: Any, candidate: Blueprint,

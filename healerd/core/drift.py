@@ -37,6 +37,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract, item_nodes, parse_html
+from healerd.core.headings import _cell, _text, heading_of
 from healerd.core.heal.builtin import heal
 from healerd.core.validate import value_shape
 
@@ -131,34 +132,6 @@ def _first(scope: LexborNode | LexborHTMLParser, css: str) -> tuple[int, LexborN
     except Exception:   # a selector lexbor refuses: extraction reports it
         return 0, None
     return len(matches), (matches[0] if matches else None)
-
-
-def heading_of(node: LexborNode | None) -> str:
-    """The heading that names a value's place, part of its structure: a table cell's column header,
-    or the <dt>, <th> or <label> just before it (digits folded). Reordered columns or a reordered
-    field list keep every tag where it was but move these. "" when none."""
-    if node is None:
-        return ""
-    cell = _cell(node)
-    if cell is not None and cell.parent is not None:
-        row = cell.parent
-        index = next((i for i, c in enumerate(_children(row)) if c.mem_id == cell.mem_id), -1)
-        table = row.parent
-        while table is not None and table.tag not in ("table", "-document"):
-            table = table.parent
-        if table is None or table.tag != "table":
-            return ""
-        head = table.css_first("thead tr") or table.css_first("tr")
-        if head is None or head.mem_id == row.mem_id or head.css_first("th") is None:
-            return ""
-        heads = _children(head)
-        return _DIGITS.sub("0", _text(heads[index]))[:40] if 0 <= index < len(heads) else ""
-    prev = node.prev
-    while prev is not None and (not prev.tag or prev.tag.startswith("-")):
-        prev = prev.prev
-    if prev is not None and prev.tag in ("dt", "th", "label"):
-        return _DIGITS.sub("0", _text(prev))[:40]
-    return ""
 
 
 def locus_signature(tree: LexborHTMLParser, blueprint: Blueprint, items: list[LexborNode] | None = None) -> str:
@@ -292,21 +265,6 @@ def odd_rows(blueprint: Blueprint, before: LexborHTMLParser, after: LexborHTMLPa
     what = f" (it has {', '.join(extra[:3])})" if extra else ""
     return (f"{len(odd)} of {len(shapes)} records differ in structure from their siblings, "
             f"record {i + 1} first{what}: a look-alike block such as a promoted row")
-
-
-def _text(node: LexborNode | None) -> str:
-    return " ".join(node.text(deep=True, separator=" ").split()) if node is not None else ""
-
-
-def _cell(node: LexborNode) -> LexborNode | None:
-    n: LexborNode | None = node
-    for _ in range(3):
-        if n is None:
-            return None
-        if n.tag in ("td", "th"):
-            return n
-        n = n.parent
-    return None
 
 
 def label_of(node: LexborNode | None) -> str:
