@@ -225,6 +225,19 @@ def proposal_verdict(case: dict, before: str, after: str) -> str | None:
     return "right" if matches_expected(extract(after, res.candidate).raw, case["expected_after"], case) else "wrong"
 
 
+def proposal_figures(rows: list[dict]) -> dict:
+    """Of the refusals (rows with a "proposal": proposal_verdict's answer), how many stage a best
+    guess, how many of those give the truth, how many do not, how many stage nothing; and how many
+    guesses were staged where the data is gone (negatives: each one is wrong)."""
+    refusals = [r for r in rows if r["verdict"] in ("refused", "refused-correct")]
+    staged = [r for r in refusals if r.get("proposal")]
+    return {"refusals": len(refusals), "proposals": len(staged),
+            "proposals_right": sum(1 for r in staged if r["proposal"] == "right"),
+            "proposals_wrong": sum(1 for r in staged if r["proposal"] == "wrong"),
+            "refusals_staging_nothing": len(refusals) - len(staged),
+            "proposals_on_negatives": sum(1 for r in staged if not r["heal_possible"])}
+
+
 def scrapling_runner() -> Callable | None:
     try:
         from scrapling.parser import Selector as ScSelector  # scrapling >= 0.3
@@ -390,13 +403,10 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     result = figures(rows)
     if args.proposals:
-        staged = [r for r in rows if r.get("proposal")]
-        result["refusals"] = sum(1 for r in rows if r["verdict"] in ("refused", "refused-correct"))
-        result["proposals"] = len(staged)
-        result["proposals_right"] = sum(1 for r in staged if r["proposal"] == "right")
-        result["proposals_on_negatives"] = sum(1 for r in staged if not r["heal_possible"])
-        for r in staged:
-            print(f"proposal {r['proposal']:<6} {r['id']}")
+        result.update(proposal_figures(rows))
+        for r in rows:
+            if r.get("proposal"):
+                print(f"proposal {r['proposal']:<6} {r['id']}")
     if args.speed:
         case, before, after = big_page_case()
         out = heal_case(case, before, after)

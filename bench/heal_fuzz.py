@@ -25,7 +25,8 @@ keep the blueprint). Everything is deterministic per seed.
 
 Prints a table per mutation kind (a case counts under each change it composes) and, as
 its last line, one JSON object {"cases", "heal_rate", "wrong_rate", "refusal_rate",
-"negatives_refused", "crashes", "median_ms"}.
+"negatives_refused", "crashes", "median_ms"}; with --proposals also how the refusals' best
+guesses (the candidate the daemon stages for a person) fare: bench/heal.py's `proposal_figures`.
 """
 
 from __future__ import annotations
@@ -794,6 +795,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also compose the modern-frontend redesigns (utility classes, styled-components, tables as "
                          "cards, split values, merged labels, decoys and promoted rows before the data; placeholders "
                          "as negatives)")
+    ap.add_argument("--proposals", action="store_true",
+                    help="also judge each refusal's best guess (what the daemon stages for approval): right, wrong "
+                         "or none staged")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.corpus):
         print(f"error: {args.corpus} is not a folder", file=sys.stderr)
@@ -821,6 +825,8 @@ def main(argv: list[str] | None = None) -> int:
         out = bench.heal_case(case, g["before"], g["after"])
         rows.append({"id": case["id"], "mutations": case["mutations"], "verdict": out["verdict"], "ms": out["ms"],
                      "heal_possible": case["heal_possible"], "no_break": bool(case.get("no_break"))})
+        if args.proposals and out["verdict"] in ("refused", "refused-correct"):
+            rows[-1]["proposal"] = bench.proposal_verdict(case, g["before"], g["after"])
         bad = out["verdict"] in ("WRONG", "CONTROL-CHANGED", "CRASH", "refused")
         if bad and shown < args.show:
             shown += 1
@@ -851,6 +857,8 @@ def main(argv: list[str] | None = None) -> int:
         "crashes": sum(r["verdict"] == "CRASH" for r in rows),
         "median_ms": round(statistics.median(r["ms"] for r in rows), 2) if rows else 0.0,
     }
+    if args.proposals:
+        result.update(bench.proposal_figures(rows))
     print(json.dumps(result))
     return 0
 

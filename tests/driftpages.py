@@ -60,3 +60,41 @@ def product(decoy_before: bool = False, stock_removed: bool = False, price: str 
     else:
         body = f"<main>{real}</main>"
     return _page(body, head="Trail Kettle")
+
+
+SPECS_BP = {"every": "1h",
+            "fields": {"brand": {"css": "dl.specs dd:nth-of-type(1)"}, "model": {"css": "dl.specs dd:nth-of-type(2)"},
+                       "weight": {"css": "dl.specs dd:nth-of-type(3)"}}}
+
+
+def specs(order=("Brand", "Model", "Weight"), weight: str = "1.2 kg") -> str:
+    """A spec sheet read by position: `order` reorders its label/value pairs."""
+    values = {"Brand": "Northpeak", "Model": "Trail Kettle", "Weight": weight}
+    pairs = "".join(f"<dt>{k}</dt><dd>{values[k]}</dd>" for k in order)
+    return _page(f'<main><h1>Trail Kettle</h1><dl class="specs">{pairs}</dl></main>', head="Trail Kettle")
+
+
+def league_swapped(rows=PLAYERS) -> str:
+    """The league table with its Score and Games columns swapped: every tag where it was."""
+    head = "<th>Name</th><th>Team</th><th>Games</th><th>Score</th><th>Rank</th>"
+    body = "".join(f"<tr><td>{n}</td><td>{t}</td><td>{g}</td><td>{s}</td><td>{r}</td></tr>" for n, t, s, g, r in rows)
+    return _page(f'<table class="league"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
+GEAR = [("Trail Kettle", "Northpeak", "Cooking", "24.00"), ("Camp Mug", "Kestrel", "Cooking", "9.50"),
+        ("Head Torch", "Bluefin", "Lighting", "31.00"), ("Day Pack", "Fjellvik", "Packs", "55.00"),
+        ("Rain Shell", "Wildmoor", "Apparel", "120.00")]
+
+PRICES_BP = {"every": "1h", "items": "table.prices tbody tr",
+             "fields": {"name": {"css": "td:nth-child(1)"}, "brand": {"css": "td:nth-child(2)"},
+                        "price": {"css": "td:nth-child(4)", "type": "float"}}}
+
+
+def pricelist(drop: str | None = None, rows=GEAR) -> str:
+    """A price list read by position (Name, Brand, Category, Price); `drop` removes one column."""
+    cols = [c for c in ("Name", "Brand", "Category", "Price") if c != drop]
+    at = {"Name": 0, "Brand": 1, "Category": 2, "Price": 3}
+    head = "".join(f"<th>{c}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{'$' if c == 'Price' else ''}{r[at[c]]}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    return _page(f'<table class="prices"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>', head="Prices")

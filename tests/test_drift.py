@@ -4,7 +4,18 @@ redesigns whose data is right, on small pages of each shape."""
 from __future__ import annotations
 
 import pytest
-from driftpages import PLAYERS, POSITIONAL_BP, PRODUCT_BP, TABLE_BP, league, product, table
+from driftpages import (
+    PLAYERS,
+    POSITIONAL_BP,
+    PRODUCT_BP,
+    SPECS_BP,
+    TABLE_BP,
+    league,
+    league_swapped,
+    product,
+    specs,
+    table,
+)
 
 from healerd.core.blueprint import from_dict
 from healerd.core.drift import PLACEHOLDER, drift_reason, page_drift, page_locus, placeholder, placeholder_suspect
@@ -132,3 +143,33 @@ def test_a_login_wall_in_a_text_field_is_drift_but_a_dash_is_not():
     dashed = dict(old, title="—")   # a text field may say so
     assert placeholder(dashed, old, list(bp.fields)) is None
     assert not placeholder_suspect([dashed], [old])
+
+
+def test_a_reordered_field_list_under_positional_selectors_is_drift():
+    """Every tag stays where it was; only the labels moved: the locus must see them."""
+    bp = bp_of(SPECS_BP)
+    reordered = specs(order=("Model", "Brand", "Weight"))
+    assert page_locus(specs(), bp) != page_locus(reordered, bp)
+    passed, why = judged(SPECS_BP, specs(), reordered)
+    assert passed
+    assert why and why.startswith("brand now holds what model held")
+    assert page_locus(specs(), bp) == page_locus(specs(weight="1.4 kg"), bp)   # a value is no heading
+    assert judged(SPECS_BP, specs(), specs(weight="1.4 kg")) == (True, None)
+
+
+def test_swapped_columns_under_positional_selectors_are_drift():
+    passed, why = judged(POSITIONAL_BP, league(), league_swapped())
+    assert passed
+    assert why and "now holds what" in why and "held on the last good page" in why
+
+
+def test_a_text_field_hidden_in_every_record_is_drift_but_in_one_record_is_not():
+    bp = bp_of(TABLE_BP)
+    old = extract(table(), bp).data
+    hidden = [dict(r, name="N/A") for r in old]
+    assert placeholder(hidden, old, ["name", "score"]) == \
+        "name shows a placeholder 'N/A' in every record where the last good page had values"
+    assert placeholder_suspect(hidden, last_good_sample(old))
+    one = [dict(r, name="N/A") if i == 2 else r for i, r in enumerate(old)]
+    assert placeholder(one, old, ["name", "score"]) is None
+    assert not placeholder_suspect(one, last_good_sample(old))

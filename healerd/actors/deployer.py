@@ -177,7 +177,7 @@ class Deployer(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged,
-                        status=page.status, confidence=msg.confidence)
+                        status=page.status, confidence=msg.confidence, last_good_html=good["html"] if good else None)
         if verdict.action == REJECT and msg.page_html and msg.page_html != page.text:
             merged = self._merge_layouts(msg, candidate, production, prod_ex, page, counts, good, flagged, version)
             if merged is not None:

@@ -37,6 +37,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract, item_nodes, parse_html
+from healerd.core.headings import _cell, _text, heading_of
 from healerd.core.heal.builtin import heal
 from healerd.core.validate import value_shape
 
@@ -154,14 +155,15 @@ def locus_signature(tree: LexborHTMLParser, blueprint: Blueprint, items: list[Le
             for name, spec in blueprint.fields.items():   # where each field sits in the first record
                 if spec.css is not None:
                     n, first = _first(nodes[0], spec.css)
-                    parts.add(f"{name} {min(n, 3)} {_path(first, stop=nodes[0]) if first is not None else '-'}")
+                    parts.add(f"{name} {min(n, 3)} {_path(first, stop=nodes[0]) if first is not None else '-'}"
+                              f" {heading_of(first)}")
     else:
         root = tree.root if tree.root is not None else tree
         for name, spec in blueprint.fields.items():
             if spec.css is None:
                 continue
             n, first = _first(root, spec.css)
-            parts.add(f"{name} {min(n, 3)} {_path(first) if first is not None else '-'}")
+            parts.add(f"{name} {min(n, 3)} {_path(first) if first is not None else '-'} {heading_of(first)}")
     return hashlib.sha256("\n".join(sorted(parts)).encode("utf-8")).hexdigest()[:16]
 
 
@@ -181,6 +183,8 @@ def _rows(data: Any) -> list[dict]:
 def _norm(v: Any) -> str | None:
     if v is None:
         return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)   # an int field's 12 and a float field's 12.0 are the same value
     s = " ".join(str(v).split())
     return s or None
 
@@ -228,10 +232,16 @@ def placeholder(new: Any, old: Any, names: list[str]) -> str | None:
         pattern = PLACEHOLDER if shaped else WALL
         if any(pattern.match(v) for v in before):
             continue   # the site showed placeholders before: one now is nothing new
-        for v in _column(new_rows, name):
+        now = _column(new_rows, name)
+        for v in now:
             if pattern.match(v) and (not shaped or value_shape(v) != shape):
                 what = f"a {shape}" if shaped else "a value"
                 return f"{name} shows a placeholder {v[:40]!r} where the last good page had {what}"
+        if (len(now) >= 2 and len(now) == len(new_rows) and all(PLACEHOLDER.match(v) for v in now)
+                and not any(PLACEHOLDER.match(v) for v in before)):
+            # a text field may say "N/A" in a record (a single record's too), never in every record of
+            # a list where none did before
+            return f"{name} shows a placeholder {now[0][:40]!r} in every record where the last good page had values"
     return None
 
 
@@ -255,21 +265,6 @@ def odd_rows(blueprint: Blueprint, before: LexborHTMLParser, after: LexborHTMLPa
     what = f" (it has {', '.join(extra[:3])})" if extra else ""
     return (f"{len(odd)} of {len(shapes)} records differ in structure from their siblings, "
             f"record {i + 1} first{what}: a look-alike block such as a promoted row")
-
-
-def _text(node: LexborNode | None) -> str:
-    return " ".join(node.text(deep=True, separator=" ").split()) if node is not None else ""
-
-
-def _cell(node: LexborNode) -> LexborNode | None:
-    n: LexborNode | None = node
-    for _ in range(3):
-        if n is None:
-            return None
-        if n.tag in ("td", "th"):
-            return n
-        n = n.parent
-    return None
 
 
 def label_of(node: LexborNode | None) -> str:
@@ -529,8 +524,14 @@ def placeholder_suspect(new_data: Any, sample: Any) -> bool:
     if not rows:
         return False
     judged = {n for n, v in rows[0].items() if _norm(v) is not None and value_shape(v) in ("number", "url", "date")}
-    return any((PLACEHOLDER if n in judged else WALL).match(v) for r in _rows(new_data) for n in rows[0]
-               if isinstance(v := r.get(n), str))
+    new_rows = _rows(new_data)
+    if any((PLACEHOLDER if n in judged else WALL).match(v) for r in new_rows for n in rows[0]
+           if isinstance(v := r.get(n), str)):
+        return True
+    # a text field hidden in every record (see `placeholder`)
+    filled = [n for n, v in rows[0].items() if _norm(v) is not None and not PLACEHOLDER.match(str(v))]
+    return len(new_rows) >= 2 and any(all(isinstance(v := r.get(n), str) and PLACEHOLDER.match(v) for r in new_rows)
+                                  for n in filled)
 
 
 def shift_suspect(new_data: Any, sample: Any) -> bool:

@@ -12,7 +12,10 @@ Some candidates are never auto-applied and are kept in staging for a person
 to another host; a listing that leaves out last good records the page still shows
 (`left_out`); a candidate its healer was not confident in (below LOW_CONFIDENCE: the
 values changed along with the layout, so the repair rests on structure and labels rather
-than on the old values found again); and any candidate while the source is flagged for review.
+than on the old values found again); a candidate one of whose fields gives a new value from
+under another heading (column header, dt/th/label) than production read on the last good page
+(`candidate_headings.candidate_relabelled`: a remembered fix for another dropped column); and any candidate
+while the source is flagged for review.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from healerd.core.blueprint import Blueprint
+from healerd.core.candidate_headings import candidate_relabelled
 from healerd.core.extract import Extraction
 from healerd.core.validate import URL_ATTRS, ValidationResult, is_url_reference, validate, value_shape
 
@@ -134,11 +138,12 @@ def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
 def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction, html: str, *,
           production_ex: Extraction | None = None, recent_counts: list[int] | None = None,
           last_good: Any = None, flagged_for_review: bool = False, status: int = 200,
-          confidence: float | None = None) -> Verdict:
+          confidence: float | None = None, last_good_html: str | None = None) -> Verdict:
     """Decide promote / stage / reject for a candidate extraction on the live page.
 
     `confidence` is the healer's own (0..1, None when it gives none); below LOW_CONFIDENCE a
-    candidate that passes everything else waits in staging for `healerctl approve`."""
+    candidate that passes everything else waits in staging for `healerctl approve`.
+    `last_good_html`: the page the last good records came from (their headings are compared)."""
     held = never_auto_apply(production, candidate)
     result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
                       status=status)
@@ -187,6 +192,10 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
     missed = left_out(candidate, data, last_good, html)
     if missed:
         return Verdict(STAGE, missed, result)
+    moved = candidate_relabelled(production, last_good_html, last_good, candidate, html, data) \
+        if last_good_html and last_good is not None else None
+    if moved:
+        return Verdict(STAGE, f"{moved}: promotion waits for a person (healerctl approve)", result)
     if flagged_for_review:
         return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
                               "(healerctl approve)", result)
