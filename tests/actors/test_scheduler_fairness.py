@@ -22,58 +22,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import apsw
 import pytest
-from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.actors.messages import ScrapeDone, Tick
-from healerd.actors.registry import ActorRegistry
-from healerd.actors.scheduler import Scheduler, stale_after
-from healerd.actors.scraper import Scraper
-from healerd.config import from_dict as config_from_dict
-from healerd.core.blueprint import from_dict as blueprint_from_dict
+from healerd.actors.scheduler import stale_after
 from healerd.store import sources
 from healerd.store.db import open_db
 from healerd.store.due import due_jobs
-
-# The default host limits (2 requests at a time per host, 1 s between two requests);
-# no Doctor, which would need a StoreWriter.
-CONFIG = {"doctor": {"enabled": False}}
-
-
-def site_url(site, path: str, host: str = "127.0.0.1") -> str:
-    """`site`'s page under another host name: 127.0.0.1 and localhost are two hosts to the Scheduler."""
-    return f"http://{host}:{site.port}{path}"
-
-
-def add(conn, name: str, url: str, at: float) -> None:
-    sources.add(conn, name, blueprint_from_dict(dict(LISTING_BP, url=url)), now=at)
-
-
-@pytest.fixture
-def harness(tmp_path):
-    """make(scrapers) -> a Scheduler on a fresh database, run on the test thread, with real Scrapers."""
-    made: dict = {}
-
-    def make(scrapers: int = 8, **config):
-        cfg = config_from_dict({**CONFIG, "daemon": {"scrapers": scrapers}, **config})
-        db = str(tmp_path / "healerd.db")
-        conn = open_db(db)
-        registry = ActorRegistry()
-        registry.set_scrapers([Scraper.start(i, cfg, registry, None) for i in range(scrapers)])
-        sched = Scheduler(db, cfg, registry, None)
-        made.update(conn=conn, registry=registry, sched=sched)
-        return conn, sched
-
-    yield make
-    if "sched" in made:
-        made["sched"].on_stop()
-        for ref in made["registry"].scrapers():
-            ref.stop()
-        made["conn"].close()
-
-
-def start(sched: Scheduler) -> Scheduler:
-    sched.on_start()   # opens its reader connection, as on its actor thread
-    return sched
+from tests.support.scheduler_kit import add, site_url, start
+from tests.support.sitepages import listing_v1, write_blueprint
 
 
 def wait_for(predicate, what: str, timeout: float = 20.0):

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import time
 
-from sitepages import listing_v1
-from test_scheduler_fairness import add, harness, site_url, start  # noqa: F401 (the fixture)
-
 from healerd.actors.messages import ScrapeDone, ScraperFree, Tick
 from healerd.actors.scheduler import IN_FLIGHT_PER_SCRAPER
+from tests.support.scheduler_kit import add, site_url, start
+from tests.support.sitepages import listing_v1
 
 
 def test_a_scraper_that_handed_its_page_on_takes_the_next_job_while_the_source_stays_held(site, harness):

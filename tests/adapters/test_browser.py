@@ -6,7 +6,6 @@ start their own daemon (and so their own browser).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -14,8 +13,6 @@ import time
 
 import psutil
 import pytest
-from conftest import FAST_CONFIG
-from sitepages import LISTING_BP, ROWS, write_blueprint
 
 from healerd.adapters.browser import BrowserPool, error_for, find_executable, unavailable
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
@@ -24,36 +21,9 @@ from healerd.config import from_dict as config_from_dict
 from healerd.core import errors
 from healerd.core.blueprint import BlueprintError, from_dict
 from healerd.core.extract import extract
-
-V1 = {"table": "stats", "row": "player", "name": "name", "score": "score"}
-V2 = {"table": "league-table", "row": "row-player", "name": "player-name", "score": "pts"}
-
-
-def js_listing(layout: dict = V1, delay_ms: int = 150, render: bool = True) -> str:
-    """A page that is an empty shell until its script fetches /rows.json and builds the table."""
-    script = f"""
-    setTimeout(function () {{
-      fetch('/rows.json').then(function (r) {{ return r.json(); }}).then(function (rows) {{
-        var L = {json.dumps(layout)};
-        var t = document.createElement('table'); t.className = L.table;
-        t.innerHTML = '<tr><th>Name</th><th>Score</th></tr>';
-        rows.forEach(function (row) {{
-          var tr = document.createElement('tr'); tr.className = L.row;
-          tr.innerHTML = '<td class="' + L.name + '"></td><td class="' + L.score + '"></td>';
-          tr.children[0].textContent = row[0]; tr.children[1].textContent = String(row[1]);
-          t.appendChild(tr);
-        }});
-        document.getElementById('app').appendChild(t);
-      }});
-    }}, {delay_ms});""" if render else "/* the renderer never runs */"
-    return (f'<html><head><title>Stats</title></head><body><nav><a href="/">home</a></nav>'
-            f'<img src="/logo.png"><div id="app"></div><script>{script}</script></body></html>')
-
-
-def serve_js_site(site, layout=V1, path="/stats"):
-    site.page(path, js_listing(layout))
-    site.page("/rows.json", json.dumps(ROWS), headers={"Content-Type": "application/json"})
-    site.page("/logo.png", b"\x89PNG", headers={"Content-Type": "image/png"})
+from tests.support.daemon import FAST_CONFIG
+from tests.support.jssite import V2, js_listing, serve_js_site
+from tests.support.sitepages import LISTING_BP, ROWS, write_blueprint
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +97,7 @@ def test_headers_and_cookies_stay_on_the_pages_host(open_pool, site):
 def test_nothing_of_one_fetch_reaches_the_next(pool, server):
     # One source's page sets a cookie and stores a token; another source's fetch of the same
     # site must see neither (the browser context is reused, cleaned in between).
-    from httpfixture import page
+    from tests.support.httpfixture import page
 
     server.route("/login", page('<html><body><p id="x">in</p><script>localStorage.setItem("tok", "s3cr3t");'
                                 '</script></body></html>', headers={"Set-Cookie": "session=abc123; Path=/"}))

@@ -12,12 +12,12 @@ import re
 
 import psutil
 import pytest
-from sitepages import ROWS
-from test_browser import serve_js_site
 
 from healerd.adapters.browser import BrowserPool
 from healerd.adapters.fetch import FetchConfig
 from healerd.config import BrowserSection
+from tests.support.jssite import serve_js_site
+from tests.support.sitepages import ROWS
 
 _CLIENT_ID = re.compile(r"^--renderer-client-id=(\d+)$")
 

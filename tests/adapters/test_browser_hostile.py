@@ -20,9 +20,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import FAST_CONFIG, DaemonProc
-from httpfixture import LocalServer, page
-from sitepages import LISTING_BP, ROWS, write_blueprint
 
 from healerd.adapters.browser import BrowserPool
 from healerd.adapters.browser_host import DROP_IN, sandbox_problem
@@ -32,6 +29,10 @@ from healerd.config import BrowserSection
 from healerd.core import errors, netpolicy
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
+from tests.support.daemon import FAST_CONFIG, DaemonProc
+from tests.support.httpfixture import LocalServer, page
+from tests.support.paths import ROOT
+from tests.support.sitepages import LISTING_BP, ROWS, write_blueprint
 
 CREDS = {"Authorization": "Bearer t0k3n-abc", "X-Api-Key": "k3y-xyz"}
 COOKIES = {"session": "c00kie-val"}
@@ -332,16 +333,16 @@ class MdweDaemon(DaemonProc):
     """The daemon as the shipped unit runs it: MemoryDenyWriteExecute (the kernel's PR_SET_MDWE)."""
 
     def start(self, wait: float = 20.0):
-        import conftest
+        from tests.support import daemon as support_daemon
 
-        real = conftest.bin_cmd
+        real = support_daemon.bin_cmd
 
-        conftest.bin_cmd = lambda name: ([sys.executable, "-c", MDWE_EXEC] + real(name) if name == "healerd"
-                                         else real(name))
+        support_daemon.bin_cmd = lambda name: ([sys.executable, "-c", MDWE_EXEC] + real(name) if name == "healerd"
+                                               else real(name))
         try:
             return super().start(wait)
         finally:
-            conftest.bin_cmd = real
+            support_daemon.bin_cmd = real
 
 
 def test_add_is_refused_under_memory_deny_write_execute_naming_the_drop_in(site, tmp_path):
@@ -367,7 +368,7 @@ def test_add_is_refused_under_memory_deny_write_execute_naming_the_drop_in(site,
 
 
 def test_the_drop_in_lifts_what_the_browser_needs():
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     text = (root / DROP_IN).read_text()
     settings = dict(re.findall(r"^(\w+)=(.*)$", text, re.M))
     assert settings["MemoryDenyWriteExecute"] == "no"
@@ -505,7 +506,7 @@ def test_without_user_namespaces_chromium_runs_without_its_sandbox_and_one_warni
 
 @pytest.mark.skipif(__import__("shutil").which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_reads_the_drop_in_over_the_unit(tmp_path):
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     unit = (root / "contrib/systemd/healerd.service").read_text()
     (tmp_path / "healerd.service").write_text(unit.replace("ExecStart=/opt/healerd/bin/healerd",
                                                           f"ExecStart={sys.executable} -m healerd"))

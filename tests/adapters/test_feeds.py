@@ -14,8 +14,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from hookserver import Hook
-from test_ledger import Clock, add, config, good
 
 from healerd import config as config_mod
 from healerd.actors.feeds import backoff, source_matcher
@@ -28,6 +26,9 @@ from healerd.store import records
 from healerd.store.db import open_db
 from healerd.store.ledger import Ledger
 from healerd.store.sql import rows
+from tests.support.hookserver import Hook
+from tests.support.ledger_kit import Clock, add, config, good
+from tests.support.paths import ROOT
 
 
 @pytest.fixture
@@ -341,16 +342,15 @@ def test_two_feeds_with_one_name_are_refused():
 
 def test_feeds_reference_documents_every_key_with_its_default():
     import dataclasses
-    from pathlib import Path
 
-    from test_reference_docs import _cell_value, section, table_rows
+    from tests.support.reference_doc import cell_value, section, table_rows
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "REFERENCE.md").read_text()
+    text = (ROOT / "docs" / "REFERENCE.md").read_text()
     rows = {r[0].strip("`"): r for r in table_rows(section(text, "### [[feeds]]")) if len(r) >= 3}
     defaults = FeedSection(kind="jsonl", path="/f")
     for f in dataclasses.fields(FeedSection):
         assert f.name in rows, f"[[feeds]] {f.name}: no row in the reference"
-        doc = _cell_value(rows[f.name][1])
+        doc = cell_value(rows[f.name][1])
         if f.name in ("kind", "name", "url", "path", "headers"):
             continue   # required, or derived
         if f.name in ("timeout", "retry_max"):

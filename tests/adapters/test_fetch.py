@@ -8,7 +8,6 @@ import types
 from email.utils import formatdate
 
 import pytest
-from httpfixture import LocalServer, Streamer, page, send, sequence
 
 from healerd import __version__
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, decode_body, mask_url, parse_retry_after
@@ -16,6 +15,7 @@ from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
 from healerd.core.validate import validate
+from tests.support.httpfixture import LocalServer, Streamer, page, send, sequence
 
 GOOD = "<html><head><title>Stats</title></head><body><p class='v'>héllo</p></body></html>"
 
@@ -312,7 +312,7 @@ def test_redirect_to_a_non_http_scheme(server, fetcher):
 # -- network failures and bad URLs ---------------------------------------------------------
 
 def test_connection_refused(fetcher):
-    from ports import refusing_socket
+    from tests.support.ports import refusing_socket
 
     with refusing_socket() as s:
         port = s.getsockname()[1]
@@ -360,7 +360,7 @@ def test_secrets_never_reach_messages(server, fetcher):
     err = fails(lambda: fetcher.fetch(f"http://bob:hunter2@127.0.0.1:{server.port}/p?api_key=k3y&q=shoes"))
     assert "hunter2" not in err.message and "k3y" not in err.message
     assert "q=shoes" in err.message and "api_key=***" in err.message
-    from ports import refusing_socket
+    from tests.support.ports import refusing_socket
 
     with refusing_socket() as s:
         port = s.getsockname()[1]
@@ -387,7 +387,7 @@ def test_get_text_returns_any_status_and_truncates(server, fetcher):
     status, text = fetcher.get_text(server.url("/robots.txt"), limit=100)
     assert status == 200 and len(text) == 100
     assert fetcher.get_text(server.url("/missing"))[0] == 404
-    from ports import refusing_socket
+    from tests.support.ports import refusing_socket
 
     with refusing_socket() as s, pytest.raises(FetchError) as info:
         fetcher.get_text(f"http://127.0.0.1:{s.getsockname()[1]}/robots.txt")

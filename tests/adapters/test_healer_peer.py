@@ -20,11 +20,6 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from conftest import db_rows
-from healer_server import HealerServer, healed
-from test_e2e_external import FIXED as E2E_FIXED
-from test_e2e_external import add_and_break, healed_version, healer_calls, healer_config
-from test_external_healer import FIXED, HEALER_TOKEN, make_ctx
 
 from healerd.adapters import peer
 from healerd.adapters.external import CodeHealerClient, HealerConfig
@@ -39,6 +34,11 @@ from healerd.core.peers import (
     request_url,
     split_unix_url,
 )
+from tests.support.daemon import db_rows
+from tests.support.diagnosis_context import FIXED, HEALER_TOKEN, make_ctx
+from tests.support.external_heal import FIXED as E2E_FIXED
+from tests.support.external_heal import add_and_break, healed_version, healer_calls, healer_config
+from tests.support.healer_server import HealerServer, healed
 
 NOBODY = 65534
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from httpfixture import LocalServer, page, sequence
 
 from healerd.adapters.fetch import FetchConfig
 from healerd.adapters.robots import RobotsPolicy, robots_url
+from tests.support.httpfixture import LocalServer, page, sequence
 
 UA = FetchConfig().user_agent
 ROBOTS = """\
@@ -107,7 +107,7 @@ def test_ttl_expiry_refetches(server, fetcher):
 
 
 def test_network_error_allows_and_never_raises(fetcher):
-    from ports import refusing_socket
+    from tests.support.ports import refusing_socket
 
     s = refusing_socket()
     port = s.getsockname()[1]

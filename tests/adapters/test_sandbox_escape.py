@@ -18,9 +18,9 @@ import subprocess
 import threading
 
 import pytest
-from parser_children import adopt_orphans, leftover_parser_children
 
 from healerd.adapters.sandbox import ALLOWED_IMPORTS, ParserRejected, run_parser, run_unchecked
+from tests.support.parser_children import adopt_orphans, leftover_parser_children
 
 SECRET = "canary-7f3a9c-do-not-leak"
 DB_SECRET = "cookie=session-secret-41d2"

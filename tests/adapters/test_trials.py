@@ -92,13 +92,12 @@ def test_a_closed_trials_refuses_in_one_line(trials):
 def test_a_scrape_whose_extraction_overruns_is_a_timeout_and_its_worker_is_replaced(server):
     """A benign selector on a page made hostile to it: the scrape fails with TIMEOUT ("extraction
     too slow"), is not tried again, and the next scrape has a fresh worker."""
-    from httpfixture import page
-
     from healerd.actors.messages import ScrapeJob
     from healerd.actors.registry import ActorRegistry
     from healerd.actors.scraper import Scraper
     from healerd.adapters.fetch import FetchConfig
     from healerd.config import Config
+    from tests.support.httpfixture import page
 
     server.route("/deep", page(DEEP.encode()))
     pool = WorkerPool(1, deadline=60.0, threads=2, extraction_timeout=1.0)

@@ -146,7 +146,7 @@ def test_the_default_number_of_workers_follows_the_cores():
 # -- workers that fetch as well ----------------------------------------------------------------
 
 def _slow(delay: float, body: bytes):
-    from httpfixture import send
+    from tests.support.httpfixture import send
 
     def fn(h):
         time.sleep(delay)
@@ -155,10 +155,9 @@ def _slow(delay: float, body: bytes):
 
 
 def test_a_fetching_worker_gives_what_fetching_in_process_gives(server):
-    from httpfixture import page as http_page
-
     from healerd.adapters.fetch import FetchConfig, Fetcher
     from healerd.adapters.page_work import FetchJob, fetch_and_process
+    from tests.support.httpfixture import page as http_page
 
     server.route("/list", http_page(page(12), headers={"ETag": '"v1"'}))
     job = FetchJob(url=server.url("/list"), blueprint_json=BP.to_json(), fetch=FetchConfig(timeout=5.0))
@@ -182,11 +181,10 @@ def test_a_fetching_worker_gives_what_fetching_in_process_gives(server):
 
 
 def test_a_fetching_worker_reports_the_fetch_error_class_and_the_not_html_answer(server):
-    from httpfixture import page as http_page
-
     from healerd.adapters.fetch import FetchConfig
     from healerd.adapters.page_work import FetchJob
     from healerd.core import errors
+    from tests.support.httpfixture import page as http_page
 
     server.route("/gone", http_page("<html><body>gone</body></html>", status=410))
     server.route("/pdf", http_page(b"%PDF-1.4 binary", content_type="application/pdf"))

@@ -14,10 +14,10 @@ import subprocess
 import tempfile
 
 import pytest
-from test_control_server import ExchangeLog, as_nobody, handler, python_for_nobody, wait_until
 
 from healerd.control.client import call
 from healerd.control.server import ControlServer
+from tests.support.control_kit import ExchangeLog, as_nobody, handler, python_for_nobody, wait_until
 
 IDLE = 600
 

@@ -3,12 +3,11 @@ that puts it before a person."""
 
 from __future__ import annotations
 
-from test_e2e_best_guess import AMBIGUOUS, BEFORE, GONE, RECIPE_BP
-
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
 from healerd.core.heal.builtin import heal
 from healerd.core.routing import deferred_report, proposal
+from tests.support.bestguess_pages import AMBIGUOUS, BEFORE, GONE, RECIPE_BP
 
 
 def bp():

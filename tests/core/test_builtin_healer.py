@@ -12,11 +12,12 @@ from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
 from healerd.core.extract import extract
 from healerd.core.heal.builtin import HealResult, heal
 from healerd.core.judge import LOW_CONFIDENCE
+from tests.support.paths import ROOT, TESTS
 
 # real "site changed" cases (before/after pages and the truth; format in its README)
-CORPUS = os.path.join(os.path.dirname(__file__), "data", "corpus")
+CORPUS = str(TESTS / "data" / "corpus")
 # the same from five other applications, which the healer was not developed on
-CORPUS2 = os.path.join(os.path.dirname(__file__), "data", "corpus2")
+CORPUS2 = str(TESTS / "data" / "corpus2")
 
 
 def bp(fields: dict[str, tuple], items: str | None = None) -> Blueprint:
@@ -359,7 +360,7 @@ def test_big_page_heals():
 
 
 def _load_bench():
-    path = os.path.join(os.path.dirname(__file__), "..", "bench", "heal.py")
+    path = str(ROOT / "bench" / "heal.py")
     spec = importlib.util.spec_from_file_location("bench_heal", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

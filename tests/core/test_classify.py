@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from healerd.core import errors
 from healerd.core.classify import detect_block, failure_fingerprint
+from tests.support.paths import CORPUS
 
 ARTICLE = " ".join(["The league table below lists every player with their score this season."] * 40)
 NAV = '<nav><a href="/">Home</a> <a href="/stats">Stats</a> <a href="/login">Log in</a></nav>'
@@ -169,7 +168,6 @@ def test_failure_fingerprint_is_short_stable_and_normalised():
     assert failure_fingerprint(None, None, None) == failure_fingerprint(None, None, "")
 
 
-CORPUS = Path(__file__).parent / "data" / "corpus"
 
 
 def test_no_real_corpus_page_is_taken_for_a_block():

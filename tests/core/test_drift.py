@@ -4,7 +4,12 @@ redesigns whose data is right, on small pages of each shape."""
 from __future__ import annotations
 
 import pytest
-from driftpages import (
+
+from healerd.core.blueprint import from_dict
+from healerd.core.drift import PLACEHOLDER, drift_reason, page_drift, page_locus, placeholder, placeholder_suspect
+from healerd.core.extract import extract
+from healerd.core.validate import last_good_sample, validate
+from tests.support.driftpages import (
     PLAYERS,
     POSITIONAL_BP,
     PRODUCT_BP,
@@ -16,11 +21,6 @@ from driftpages import (
     specs,
     table,
 )
-
-from healerd.core.blueprint import from_dict
-from healerd.core.drift import PLACEHOLDER, drift_reason, page_drift, page_locus, placeholder, placeholder_suspect
-from healerd.core.extract import extract
-from healerd.core.validate import last_good_sample, validate
 
 
 def bp_of(d: dict):

@@ -14,8 +14,9 @@ import pytest
 
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
+from tests.support.paths import CORPUS
 
-CASES = Path(__file__).parent / "data" / "corpus"
+CASES = CORPUS
 RULE = re.compile(r"-?\d[\d,]*(\.\d+)?")
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2
 
 from healerd.actors.scraper import run_parser_on
 from healerd.core import errors
@@ -26,6 +25,7 @@ from healerd.core.production import (
     prove,
     trial,
 )
+from tests.support.sitepages import LISTING_BP, ROWS, listing_v1, listing_v2
 
 EXPECTED = [{"name": n, "score": s} for n, s in ROWS]
 A = from_dict(LISTING_BP)

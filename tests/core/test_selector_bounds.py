@@ -95,9 +95,8 @@ def test_a_candidate_keeping_a_persons_own_selector_is_not_refused_for_it():
 def test_a_healers_answer_over_the_bounds_is_refused_before_it_becomes_a_candidate():
     import json
 
-    from test_external_healer import FIXED, make_ctx
-
     from healerd.adapters.external import HealerConfig, candidate_from_files
+    from tests.support.diagnosis_context import FIXED, make_ctx
 
     bomb = dict(FIXED, items="div:has(div:has(div:has(div:has(div:has(td)))))")
     got = candidate_from_files(make_ctx(), {"blueprint.json": json.dumps(bomb)}, HealerConfig(url="http://h/"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +12,7 @@ from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import Extraction, extract
 from healerd.core.validate import ValidationResult, item_band, validate, value_shape
+from tests.support.paths import CORPUS
 
 LIST_BP = from_dict({
     "items": "tr.player",
@@ -346,7 +346,6 @@ def test_code_parser_output_of_the_wrong_type():
 
 # -- real pages: the site-change cases in tests/data/corpus -------------------------------------------------
 
-CORPUS = Path(__file__).parent / "data" / "corpus"
 
 
 def corpus_cases():

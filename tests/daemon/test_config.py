@@ -11,8 +11,7 @@ import pytest
 
 from healerd import __version__
 from healerd.config import DEFAULT_USER_AGENT, Config, ConfigError, DaemonSection, from_dict, load
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture(autouse=True)

@@ -31,13 +31,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import apsw
 import pytest
-from conftest import FAST_CONFIG, DaemonProc, bin_cmd, db_rows
-from healer_server import HealerServer, healed
-from httpfixture import LocalServer, Streamer, send
-from sitepages import LISTING_BP, ROWS, listing_empty, listing_no_score, listing_v1, listing_v2, write_blueprint
 
 from healerd.actors.alerter import AlertDeduper, format_line
 from healerd.adapters.sdnotify import notify, watchdog_interval
+from tests.support.daemon import FAST_CONFIG, DaemonProc, bin_cmd, db_rows
+from tests.support.healer_server import HealerServer, healed
+from tests.support.httpfixture import LocalServer, Streamer, send
+from tests.support.sitepages import (
+    LISTING_BP,
+    ROWS,
+    listing_empty,
+    listing_no_score,
+    listing_v1,
+    listing_v2,
+    write_blueprint,
+)
 
 STOP_BOUND_S = 10.0
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: \S")
@@ -670,7 +678,7 @@ def test_the_dedupe_window_survives_a_restart(site, daemon_factory, tmp_path):
 
 @pytest.mark.parametrize("mode", ["500", "hang", "refused"])
 def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemon_factory, tmp_path):
-    from ports import refusing_socket
+    from tests.support.ports import refusing_socket
 
     hook = Webhook(mode) if mode != "refused" else None
     refusing = refusing_socket() if mode == "refused" else None

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import bin_cmd
+
+from tests.support.daemon import bin_cmd
 
 # A safety net for a hung demo, not a speed requirement (bench/ measures speed).
 DEMO_LIMIT_S = 240

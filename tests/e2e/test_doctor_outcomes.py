@@ -12,9 +12,10 @@ import json
 import threading
 
 import apsw
-from conftest import FAST_CONFIG, db_rows
-from healer_server import HealerServer, healed
-from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
+
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 DOCUMENTED_OUTCOMES = {"promoted", "rejected", "declined", "error"}
 # The healer's answer works on the redesigned page but drops the score field: it must wait for a person.

@@ -14,11 +14,10 @@ import subprocess
 import threading
 import time
 
-from conftest import FAST_CONFIG, bin_cmd
-from sitepages import LISTING_BP, listing_v1, write_blueprint
-
 from healerd.control.client import DaemonUnreachable, call
 from healerd.control.protocol import ControlError
+from tests.support.daemon import FAST_CONFIG, bin_cmd
+from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
 
 N_SOURCES = 50
 N_THREADS = 200

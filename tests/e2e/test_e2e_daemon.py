@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 import apsw
-from conftest import FAST_CONFIG
-from sitepages import CHALLENGE, LISTING_BP, listing_empty, listing_v1, write_blueprint
+
+from tests.support.daemon import FAST_CONFIG
+from tests.support.sitepages import CHALLENGE, LISTING_BP, listing_empty, listing_v1, write_blueprint
 
 STATUS_KEYS = {"name", "url", "state", "version", "last_success_at", "last_failure_at", "failure_count",
                "fix_attempts_24h", "quarantine_until", "paused", "next_run_at", "last_error"}
@@ -86,7 +87,7 @@ def test_invalid_blueprint_is_refused_naming_the_key(site, daemon_factory, tmp_p
 def test_daemon_down_is_exit_3_naming_the_socket(tmp_path):
     import subprocess
 
-    from conftest import bin_cmd
+    from tests.support.daemon import bin_cmd
 
     sock = str(tmp_path / "nothing.sock")
     r = subprocess.run(bin_cmd("healerctl") + ["--socket", sock, "status"], capture_output=True, text=True,
@@ -95,10 +96,10 @@ def test_daemon_down_is_exit_3_naming_the_socket(tmp_path):
 
 
 def test_each_failure_is_classified_and_moves_the_lifecycle(site, daemon_factory, tmp_path):
-    from conftest import FAST_CONFIG
+    from tests.support.daemon import FAST_CONFIG
 
     d = daemon_factory(FAST_CONFIG.replace("[doctor]", "[doctor]\nenabled = false")).start()
-    from ports import refusing_socket
+    from tests.support.ports import refusing_socket
 
     closed = refusing_socket()   # bound, never listening: connections refused until the test ends
     dead_port = closed.getsockname()[1]

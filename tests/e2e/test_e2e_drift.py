@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import FAST_CONFIG
-from driftpages import PLAYERS, POSITIONAL_BP, PRODUCT_BP, TABLE_BP, league, product, table
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.driftpages import PLAYERS, POSITIONAL_BP, PRODUCT_BP, TABLE_BP, league, product, table
+from tests.support.sitepages import write_blueprint
 
 # Only `healerctl run` scrapes (the blueprints say every 1h); the Doctor still heals what fails.
 CASES = {

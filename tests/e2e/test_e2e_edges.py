@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import bin_cmd
+from tests.support.daemon import bin_cmd
 
 
 def test_a_second_daemon_on_the_same_state_dir_exits_naming_the_first(site, daemon_factory, tmp_path):
@@ -26,7 +26,7 @@ def test_a_second_daemon_on_the_same_state_dir_exits_naming_the_first(site, daem
 # -- healing needs a good past ---------------------------------------------------------------
 
 def test_a_source_that_never_scraped_is_not_relocated_and_spends_no_attempt(site, daemon_factory, tmp_path):
-    from sitepages import listing_v1, write_blueprint
+    from tests.support.sitepages import listing_v1, write_blueprint
 
     site.page("/stats.html", listing_v1())            # a real page the typo'd URL could be "relocated" to
     site.page("/sitemap.xml", f"<urlset><url><loc>{site.url('/stats.html')}</loc></url></urlset>")
@@ -63,13 +63,13 @@ def _dead_port() -> int:
 
 
 def _halted(d) -> bool:
-    from conftest import db_rows
+    from tests.support.daemon import db_rows
 
     return bool(db_rows(d, "SELECT 1 FROM daemon_state WHERE key = 'systemic_halt'"))
 
 
 def test_one_host_down_never_halts_the_fleet_but_many_hosts_do(site, daemon_factory, tmp_path):
-    from sitepages import write_blueprint
+    from tests.support.sitepages import write_blueprint
 
     d = daemon_factory().start()
     port = _dead_port()
@@ -94,8 +94,8 @@ def test_one_host_down_never_halts_the_fleet_but_many_hosts_do(site, daemon_fact
 # -- the budget counts failed attempts ------------------------------------------------------------
 
 def test_a_promotion_spends_no_attempt_and_the_quarantine_words_agree(site, daemon_factory, tmp_path):
-    from conftest import FAST_CONFIG, db_rows
-    from sitepages import listing_no_score, listing_v1, listing_v2, write_blueprint
+    from tests.support.daemon import FAST_CONFIG, db_rows
+    from tests.support.sitepages import listing_no_score, listing_v1, listing_v2, write_blueprint
 
     cfg = FAST_CONFIG.replace("max_fix_attempts = 3", "max_fix_attempts = 1")
     site.page("/stats", listing_v1())
@@ -124,8 +124,8 @@ def test_a_promotion_spends_no_attempt_and_the_quarantine_words_agree(site, daem
 def test_run_and_heal_exit_codes(site, daemon_factory, tmp_path):
     import json
 
-    from conftest import FAST_CONFIG, db_rows
-    from sitepages import listing_empty, listing_v1, listing_v2, write_blueprint
+    from tests.support.daemon import FAST_CONFIG, db_rows
+    from tests.support.sitepages import listing_empty, listing_v1, listing_v2, write_blueprint
 
     site.page("/stats", listing_v1())
     d = daemon_factory(FAST_CONFIG.replace("[doctor]", "[doctor]\nenabled = true")).start()
@@ -159,8 +159,8 @@ V2_BP = {"every": "1h", "items": "table.league-table tr.row-player",
 
 
 def test_update_promotes_a_human_version_resets_the_budget_and_scrapes(site, daemon_factory, tmp_path):
-    from conftest import FAST_CONFIG
-    from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
+    from tests.support.daemon import FAST_CONFIG
+    from tests.support.sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
 
     cfg = FAST_CONFIG.replace("max_fix_attempts = 3", "max_fix_attempts = 1")
     site.page("/stats", listing_v1())
@@ -200,7 +200,7 @@ def test_update_promotes_a_human_version_resets_the_budget_and_scrapes(site, dae
 
 
 def test_remove_then_add_starts_a_clean_history(site, daemon_factory, tmp_path):
-    from sitepages import listing_v1, listing_v2, write_blueprint
+    from tests.support.sitepages import listing_v1, listing_v2, write_blueprint
 
     site.page("/stats", listing_v1())
     d = daemon_factory().start()
@@ -223,8 +223,8 @@ def test_reload_names_what_it_could_not_load_and_file_sources_are_removed_by_the
                                                                                        tmp_path):
     import shutil
 
-    from conftest import FAST_CONFIG
-    from sitepages import listing_v1, write_blueprint
+    from tests.support.daemon import FAST_CONFIG
+    from tests.support.sitepages import listing_v1, write_blueprint
 
     site.page("/stats", listing_v1())
     folder = tmp_path / "sources.d"
@@ -262,8 +262,8 @@ def test_reload_names_what_it_could_not_load_and_file_sources_are_removed_by_the
 def test_messages_for_a_person(site, daemon_factory, tmp_path):
     import json
 
-    from conftest import FAST_CONFIG
-    from sitepages import listing_no_score, listing_v1, write_blueprint
+    from tests.support.daemon import FAST_CONFIG
+    from tests.support.sitepages import listing_no_score, listing_v1, write_blueprint
 
     cfg = FAST_CONFIG.replace("[fetch]", "[fetch]\nmax_bytes = 200000")
     site.page("/stats", listing_v1())
@@ -324,8 +324,8 @@ def test_messages_for_a_person(site, daemon_factory, tmp_path):
 
 
 def test_flagged_for_review_names_the_version_and_heal_names_approve(site, daemon_factory, tmp_path):
-    from conftest import FAST_CONFIG
-    from sitepages import listing_v1, listing_v2, write_blueprint
+    from tests.support.daemon import FAST_CONFIG
+    from tests.support.sitepages import listing_v1, listing_v2, write_blueprint
 
     cfg = FAST_CONFIG.replace("[doctor]", "[doctor]\nreview_changes = 1\nreview_window = \"1h\"")
     site.page("/stats", listing_v1())
@@ -353,8 +353,8 @@ def test_flagged_for_review_names_the_version_and_heal_names_approve(site, daemo
 # -- robots.txt by RFC 9309 -----------------------------------------------------------------------
 
 def test_robots_wildcards_and_end_anchor_are_honoured(site, daemon_factory, tmp_path):
-    from conftest import FAST_CONFIG
-    from sitepages import listing_v1, write_blueprint
+    from tests.support.daemon import FAST_CONFIG
+    from tests.support.sitepages import listing_v1, write_blueprint
 
     site.page("/robots.txt", "User-agent: *\nDisallow: /*.pdf$\n", headers={"Content-Type": "text/plain"})
     site.page("/a/file.pdf", listing_v1())
@@ -370,7 +370,7 @@ def test_robots_wildcards_and_end_anchor_are_honoured(site, daemon_factory, tmp_
 
 
 def test_relocation_needs_a_page_yielding_records_like_the_last_good_ones(site, daemon_factory, tmp_path):
-    from sitepages import LISTING_BP, listing_no_score, listing_v1, write_blueprint
+    from tests.support.sitepages import LISTING_BP, listing_no_score, listing_v1, write_blueprint
 
     bp = dict(LISTING_BP, fields={"name": {"css": "td.name"},
                                   "score": {"css": "td.score", "type": "int", "required": False}})

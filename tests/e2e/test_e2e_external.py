@@ -11,59 +11,22 @@ import json
 import threading
 
 import pytest
-from conftest import FAST_CONFIG, db_rows
-from healer_server import HealerServer, healed
-from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
-FIXED = dict(LISTING_BP, items="table.league-table tr.row-player",
-             fields={"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}})
-HEALER_TOKEN = "hz-Token-4kQ9wX2mP7"
-
-
-def healer_config(url: str, *, timeouts: str = "[5]", cycles: int = 1, attempts: int = 1, token: str = "",
-                  kind: str = "code-healer", model: str = "") -> str:
-    """FAST_CONFIG with only the external rung, `attempts` fix attempts, and the healer at `url`."""
-    cfg = FAST_CONFIG.replace("[doctor]\nmax_fix_attempts = 3",
-                              f'[doctor]\nladder = ["external"]\nmax_fix_attempts = {attempts}')
-    assert 'ladder = ["external"]' in cfg
-    return cfg + (f'[healer]\nurl = "{url}"\ntimeouts = {timeouts}\ncycles = {cycles}\nkind = "{kind}"\n'
-                  f'model = "{model}"\ntoken = "{token}"\n')
-
-
-
-def add_and_break(d, site, tmp_path, name="stats", path="/stats", bp=LISTING_BP, new_page=None):
-    """Register a source on the v1 listing, scrape it once, then redesign the page."""
-    url = site.url(path)
-    site.page(path.split("?", 1)[0], listing_v1())
-    r = d.ctl("add", name, "--blueprint", write_blueprint(tmp_path / f"{name}.json", url, bp))
-    assert r.returncode == 0, r.stderr
-    assert d.ctl_json("run", name)["ok"] is True
-    site.page(path.split("?", 1)[0], new_page if new_page is not None else listing_v2())
-
-
-def healer_calls(d, name="stats"):
-    return db_rows(d, "SELECT cycle, backend, duration_ms, http_status, outcome, reason FROM healer_calls "
-                      "WHERE source_name = ? ORDER BY id", (name,))
-
-
-def fix_rows(d, name="stats"):
-    return db_rows(d, "SELECT strategy, outcome, reason, deployed_to, version FROM fix_history "
-                      "WHERE source_name = ? ORDER BY fix_id", (name,))
-
-
-def production_versions(d, name="stats"):
-    return [r["version"] for r in db_rows(d, "SELECT version FROM parser_versions WHERE source_name = ? "
-                                             "AND status = 'production'", (name,))]
-
-
-def assert_running(d):
-    assert d.proc.poll() is None, d.log()[-3000:]
-    assert d.ctl("status", "--json").returncode == 0
-
-
-def healed_version(d, name="stats"):
-    s = d.ctl_json("status", name)
-    return s["version"] if s["state"] == "ACTIVE" and s["version"] > 1 else None
+from tests.support.daemon import db_rows
+from tests.support.external_heal import (
+    FIXED,
+    HEALER_TOKEN,
+    add_and_break,
+    assert_running,
+    code_answer,
+    fix_rows,
+    healed_version,
+    healer_calls,
+    healer_config,
+    production_versions,
+)
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import LISTING_BP, listing_v2
 
 
 def assert_promoted_by_external(d, v, name="stats"):
@@ -162,10 +125,6 @@ NOT_VALIDATING = dict(LISTING_BP, items="table.league-table tr.row-player",
                       fields={"name": {"css": "td.player-name"}, "score": {"css": "td.no-such-cell", "type": "int"}})
 
 
-def _code(files: dict) -> tuple[int, bytes]:
-    return 200, json.dumps({"status": "healed", "modified_files": files, "changes_summary": "rewritten"}).encode()
-
-
 FAILING = {
     # id: (answer, healer_calls outcome, reason in healer_calls, a version was staged and rejected, fix reason)
     "http-500": (lambda req: (500, json.dumps({"status": "error", "message": "model crashed"}).encode()),
@@ -174,9 +133,9 @@ FAILING = {
                     "bad_response", "not JSON", False, "bad_response"),
     "does-not-validate": (lambda req: healed(NOT_VALIDATING), "healed", "a candidate blueprint", True,
                           "external cycle 1: rejected"),
-    "looping-parser": (lambda req: _code({"parser.py": LOOPING_PARSER}), "healed", "a candidate parser", True,
+    "looping-parser": (lambda req: code_answer({"parser.py": LOOPING_PARSER}), "healed", "a candidate parser", True,
                        "the candidate parser failed on the live page"),
-    "imports-os": (lambda req: _code({"parser.py": OS_PARSER}), "refused",
+    "imports-os": (lambda req: code_answer({"parser.py": OS_PARSER}), "refused",
                    "parser.py is refused: parser imports 'os'", False, "refused"),
 }
 

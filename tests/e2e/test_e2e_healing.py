@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from http.server import ThreadingHTTPServer
 
-from conftest import FAST_CONFIG, db_rows
-from healer_server import HealerServer, healed
-from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
 
 
 def add(d, tmp_path, name, url, bp=LISTING_BP):
@@ -133,7 +133,7 @@ def test_our_side_down_on_every_host_is_one_systemic_halt_and_no_heal_attempts(s
     for i in range(3):
         add(d, tmp_path, f"s{i}", f"http://127.0.0.{i + 1}:{port}/s{i}")
         assert d.ctl("run", f"s{i}").returncode == 0
-    from ports import hold_port
+    from tests.support.ports import hold_port
 
     srv.shutdown()
     srv.server_close()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import FAST_CONFIG, db_rows
-from healer_server import HealerServer
-from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.healer_server import HealerServer
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 NAMES = ["Ada", "Grace", "Linus", "Margaret", "Ken", "Barbara", "Dennis", "Frances", "Edsger", "Donald",
          "Alan", "Niklaus", "John", "Tony", "Leslie"]

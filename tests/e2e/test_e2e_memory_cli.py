@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from sitepages import listing_v1, listing_v2, write_blueprint
+
+from tests.support.sitepages import listing_v1, listing_v2, write_blueprint
 
 SUMMARY_KEYS = {"issue_id", "canonical_title", "error_type", "host", "confidence_score", "verification_count",
                 "failure_count", "affected_sources", "last_confirmed_at", "status"}

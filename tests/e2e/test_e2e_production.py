@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 import threading
 
-from conftest import FAST_CONFIG, db_rows
-from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2, write_blueprint
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.sitepages import LISTING_BP, ROWS, listing_v1, listing_v2, write_blueprint
 
 EXPECTED = [{"name": n, "score": s} for n, s in ROWS]
 

@@ -24,10 +24,17 @@ import subprocess
 import threading
 import time
 
-from conftest import db_rows
-from healer_server import HealerServer, healed
-from sitepages import ROWS, write_blueprint
-from test_e2e_external import FIXED, add_and_break, assert_running, healer_calls, healer_config, production_versions
+from tests.support.daemon import db_rows
+from tests.support.external_heal import (
+    FIXED,
+    add_and_break,
+    assert_running,
+    healer_calls,
+    healer_config,
+    production_versions,
+)
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import ROWS, write_blueprint
 
 BOMB = dict(FIXED, items="div:has(div:has(div:has(div:has(div:has(td)))))")
 SLOW = dict(FIXED, items="span div div div tr")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 import socket
 
-from conftest import FAST_CONFIG, db_rows
-from healer_server import HealerServer, healed
-from sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import LISTING_BP, listing_no_score, listing_v1, listing_v2, write_blueprint
 
 BUILTIN = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["builtin"]')
 HOURLY = dict(LISTING_BP, every="1h")   # scraped only when the test says (and when a fix asks)

@@ -8,8 +8,8 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import FAST_CONFIG
-from sitepages import listing_v1, write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.sitepages import listing_v1, write_blueprint
 
 WORKERS_CONFIG = FAST_CONFIG.replace("[daemon]\n", "[daemon]\nworkers = 2\n", 1)
 

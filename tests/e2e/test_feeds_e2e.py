@@ -10,9 +10,10 @@ import subprocess
 import threading
 
 import pytest
-from conftest import FAST_CONFIG, bin_cmd
-from hookserver import Hook
-from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
+
+from tests.support.daemon import FAST_CONFIG, bin_cmd
+from tests.support.hookserver import Hook
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 PRICES_BP = {**LISTING_BP, "key": "name"}
 
@@ -138,7 +139,7 @@ def test_webhook_outage_and_kill9_lose_nothing_and_keep_order(site, daemon_facto
 
 
 def d_records(d, name=None):
-    from conftest import db_rows
+    from tests.support.daemon import db_rows
 
     return [{"id": r["id"], "source": r["source_name"], "scraped_at": r["scraped_at"], "data": json.loads(r["data"])}
             for r in db_rows(d, "SELECT id, source_name, scraped_at, data FROM records ORDER BY id DESC")
@@ -222,7 +223,7 @@ def test_the_feeds_process_is_restarted_and_never_outlives_the_daemon(site, daem
 
 
 def test_changes_never_reach_the_terminal_raw(site, daemon_factory, tmp_path):
-    from test_terminal_escapes import PAYLOAD, assert_nothing_raw, on_pty
+    from tests.support.terminal_kit import PAYLOAD, assert_nothing_raw, on_pty
 
     site.page("/stats", listing_v1([(f"Ada {PAYLOAD}", 31), ("Bob", 12)]))
     d = daemon_factory().start()

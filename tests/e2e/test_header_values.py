@@ -5,11 +5,11 @@ naming the key; a tab in a value and ordinary values are accepted."""
 from __future__ import annotations
 
 import pytest
-from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.control.client import call
 from healerd.control.protocol import ControlError
 from healerd.core.blueprint import BlueprintError, from_dict
+from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
 
 BASE = dict(LISTING_BP, url="https://example.com/stats")
 

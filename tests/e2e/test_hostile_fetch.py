@@ -14,12 +14,12 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import FAST_CONFIG, db_rows
-from httpfixture import LocalServer, page, send
-from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError, same_origin
 from healerd.core import errors
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.httpfixture import LocalServer, page, send
+from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
 
 
 class Trickle:

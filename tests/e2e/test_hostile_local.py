@@ -15,8 +15,9 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import FAST_CONFIG, bin_cmd
-from sitepages import LISTING_BP, listing_v1, write_blueprint
+
+from tests.support.daemon import FAST_CONFIG, bin_cmd
+from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
 
 OTHER_UID = 54321
 

@@ -9,14 +9,15 @@ from itertools import accumulate
 from pathlib import Path
 
 import pytest
-from conftest import FAST_CONFIG
-from sitepages import LISTING_BP, listing_v1, write_blueprint
 
 from healerd.core import errors
 from healerd.core import extract as extract_module
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import PageTooLarge, check_page, extract, nesting_depth
 from healerd.core.htmldiff import OVER_BUDGET_NOTE, structural_diff
+from tests.support.daemon import FAST_CONFIG
+from tests.support.paths import CORPUS
+from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
 
 DEEP = "<html><body>" + "<div>" * 100_000 + "x" + "</div>" * 100_000 + "</body></html>"
 
@@ -48,7 +49,6 @@ def test_check_page_bounds_elements_and_depth():
     assert PageTooLarge("x").error_type == errors.TOO_LARGE
 
 
-CORPUS = Path(__file__).parent / "data" / "corpus"
 # The depth as check_page first measured it, a Python step per tag: the reference nesting_depth keeps.
 _REF_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)")
 

@@ -8,13 +8,13 @@ import json
 
 import apsw
 import pytest
-from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 import healerd.adapters.external
 import healerd.adapters.fetch
 from healerd.config import Config, HealerSection
 from healerd.core import sanitize
 from healerd.core.sanitize import MASK, Secret, mask_text, mask_url, secret_values, source_secrets
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 
 @pytest.mark.parametrize("value, kept", [("k7Q", False), ("k7Q2", True), ("k7Q2z", True)])

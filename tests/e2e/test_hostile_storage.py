@@ -6,16 +6,13 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import uuid
-from pathlib import Path
 
 import apsw
-import pytest
-from conftest import FAST_CONFIG, db_rows
-from sitepages import LISTING_BP, write_blueprint
 
 from healerd.store.faults import FIRST_BACKOFF_S, MAX_BACKOFF_S, StorageFaults, is_storage_fault
+from tests.support.daemon import FAST_CONFIG, db_rows
+from tests.support.sitepages import LISTING_BP, write_blueprint
+from tests.support.storage_kit import big_page, fill
 
 
 class Clock:
@@ -53,43 +50,9 @@ def test_what_counts_as_a_storage_fault():
     assert not is_storage_fault(OSError(errno.ENOENT, "nope"))
 
 
-@pytest.fixture
-def small_fs():
-    """A 12 MB tmpfs, unmounted afterwards; skipped where mounting is not allowed."""
-    mnt = Path(f"/tmp/healerd-smallfs-{uuid.uuid4().hex[:8]}")
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m,mode=0700", "tmpfs", str(mnt)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        mnt.rmdir()
-        pytest.skip(f"cannot mount a small file system here: {r.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-        mnt.rmdir()
-
-
-def _fill(path: Path) -> None:
-    block = b"\0" * 65536
-    with open(path, "wb") as fh:
-        try:
-            while True:
-                fh.write(block)
-                fh.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-
-
-def _big_page(n: int = 400) -> str:
-    rows = "".join(f'<tr class="player"><td class="name">{"player-" * 8}{i}</td><td class="score">{i}</td></tr>'
-                   for i in range(n))
-    return f'<html><body><table class="stats">{rows}</table></body></html>'
-
-
 def test_a_full_disk_is_one_error_one_alert_and_recovers_by_itself(site, daemon_factory, tmp_path, small_fs):
     logs = tmp_path / "logs"
-    site.page("/stats", _big_page())
+    site.page("/stats", big_page())
     d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 50\n"),
                        env={"LOGS_DIRECTORY": str(logs)})
     d.state = small_fs / "state"
@@ -101,7 +64,7 @@ def test_a_full_disk_is_one_error_one_alert_and_recovers_by_itself(site, daemon_
     d.wait_for(lambda: all(d.ctl_json("status", n)["last_success_at"] for n in names), what="first scrapes")
 
     filler = small_fs / "filler"
-    _fill(filler)
+    fill(filler)
 
     def alerts():
         p = logs / "alerts.jsonl"

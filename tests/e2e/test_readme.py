@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
-from conftest import FAST_CONFIG, Site, bin_cmd
 
 from healerd.config import load as load_config
 from healerd.control.client import call
 from healerd.core.blueprint import load_file
+from tests.support.daemon import FAST_CONFIG, bin_cmd
+from tests.support.paths import ROOT
+from tests.support.site import Site
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 README_HOST = "http://127.0.0.1:8080"
 COMMAND_LANGS = ("sh", "console")
@@ -531,11 +532,11 @@ def _check_apt_chromium(run: Run, cmd: Command) -> None:
 def _check_pytest(run: Run, cmd: Command) -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert meta["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
-    assert Path(__file__).resolve().parent == ROOT / "tests"
+    assert (ROOT / "tests" / "conftest.py").is_file()
 
 
 def _check_install_script(run: Run, cmd: Command) -> None:
-    # tests/test_systemd_unit.py runs the script into a scratch PREFIX and DESTDIR.
+    # tests/project/test_systemd_unit.py runs the script into a scratch PREFIX and DESTDIR.
     script = (ROOT / cmd.argv[-1]).read_text()
     assert cmd.argv[-1] == "contrib/install.sh" and 'PREFIX="${PREFIX:-/opt/healerd}"' in script
     for part in ("contrib/systemd/healerd.service", "contrib/systemd/healerd.sysusers", "contrib/healerd.toml",
@@ -593,11 +594,11 @@ def _check_usermod(run: Run, cmd: Command) -> None:
 
 
 NOT_RUN: dict[str, tuple[str, Callable[[Run, Command], None]]] = {
-    "pip install .": ("would reinstall healerd into the interpreter every test shares; tests/test_packaging.py "
+    "pip install .": ("would reinstall healerd into the interpreter every test shares; tests/project/test_packaging.py "
                       "installs the built wheel into a fresh venv and runs it", _check_pip_install),
     "pip install '.[test]'": ("same; this environment already has the test extra", _check_pip_install_test),
     "pytest -q": ("the whole suite, which contains this test", _check_pytest),
-    "sudo sh contrib/install.sh": ("root-owned system paths and systemd; tests/test_systemd_unit.py runs it into "
+    "sudo sh contrib/install.sh": ("root-owned system paths and systemd; tests/project/test_systemd_unit.py runs it into "
                                    "a scratch PREFIX and DESTDIR", _check_install_script),
     "pip install 'healerd[browser]'": ("would install into the interpreter every test shares; the test extra "
                                        "includes the browser extra", _check_pip_install_browser),

@@ -9,13 +9,13 @@ import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
-from conftest import FAST_CONFIG
-from sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.daemon import FAST_CONFIG
+from tests.support.paths import ROOT
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
+
 FIXED = dict(LISTING_BP, items="table.league-table tr.row-player",
              fields={"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}})
 

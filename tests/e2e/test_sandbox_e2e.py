@@ -10,18 +10,19 @@ import socket
 import threading
 
 import pytest
-from conftest import db_rows
-from healer_server import HealerServer
-from sitepages import LISTING_BP, write_blueprint
-from test_e2e_external import (
-    _code,
+
+from tests.support.daemon import db_rows
+from tests.support.external_heal import (
     add_and_break,
     assert_running,
+    code_answer,
     fix_rows,
     healer_calls,
     healer_config,
     production_versions,
 )
+from tests.support.healer_server import HealerServer
+from tests.support.sitepages import LISTING_BP, write_blueprint
 
 CODE_BP = dict(LISTING_BP, parser=(
     "from selectolax.lexbor import LexborHTMLParser\n\n"
@@ -77,7 +78,7 @@ RUNTIME_HOSTILE = ("import json\n\n"
 def test_a_hostile_parser_from_the_healer_is_rejected_and_production_stays(kind, site, daemon_factory, tmp_path):
     listener = Listener()
     code = bypass_parser(listener.port) if kind == "refused-by-the-static-check" else RUNTIME_HOSTILE
-    healer = HealerServer(lambda req: _code({"parser.py": code}))
+    healer = HealerServer(lambda req: code_answer({"parser.py": code}))
     try:
         d = daemon_factory(healer_config(healer.url, attempts=1)).start()
         add_and_break(d, site, tmp_path)
@@ -107,7 +108,7 @@ def test_a_hostile_parser_from_the_healer_is_rejected_and_production_stays(kind,
 def test_where_the_kernel_cannot_confine_code_parsers_are_refused_and_selectors_work(site, daemon_factory,
                                                                                      tmp_path):
     # A libseccomp that cannot be loaded stands for a system without seccomp.
-    healer = HealerServer(lambda req: _code({"parser.py": CODE_BP["parser"]}))
+    healer = HealerServer(lambda req: code_answer({"parser.py": CODE_BP["parser"]}))
     try:
         d = daemon_factory(healer_config(healer.url, attempts=1),
                            env={"HEALERD_LIBSECCOMP": str(tmp_path / "no-such-libseccomp.so")}).start()
@@ -134,7 +135,7 @@ def test_a_confining_daemon_logs_its_layers_and_runs_a_code_parser(site, daemon_
     d.wait_for(lambda: "parsers as code run confined" in d.log(), what="the start-up line")
     line = next(x for x in d.log().splitlines() if "parsers as code run confined" in x)
     assert "seccomp" in line and "no_new_privs" in line
-    from sitepages import ROWS, listing_v1
+    from tests.support.sitepages import ROWS, listing_v1
 
     site.page("/code", listing_v1())
     r = d.ctl("add", "coded", "--blueprint", write_blueprint(tmp_path / "coded.json", site.url("/code"), CODE_BP))

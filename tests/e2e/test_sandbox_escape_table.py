@@ -22,11 +22,12 @@ import socket
 import threading
 
 import pytest
-from conftest import DaemonProc, Site
-from parser_children import adopt_orphans, leftover_parser_children
 
 from healerd.adapters.sandbox import ParserRejected, run_unchecked
 from healerd.control.client import ControlError, call
+from tests.support.daemon import DaemonProc
+from tests.support.parser_children import adopt_orphans, leftover_parser_children
+from tests.support.site import Site
 
 SECRET = "canary-escape-table-5d1e"
 ENV_SECRET = "sk-escape-table-env-93ab"

@@ -31,7 +31,7 @@ def raw_call(path: str, payload: bytes) -> dict:
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    from conftest import DaemonProc
+    from tests.support.daemon import DaemonProc
 
     d = DaemonProc(tmp_path_factory.mktemp("stats-window")).start()
     yield d

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import apsw
-from conftest import FAST_CONFIG
-from sitepages import LISTING_BP, write_blueprint
-from test_hostile_storage import _big_page, _fill, small_fs  # noqa: F401 - small_fs is a fixture
 
 from healerd.store.faults import FIRST_BACKOFF_S, StorageFaults
+from tests.support.daemon import FAST_CONFIG
+from tests.support.sitepages import LISTING_BP, write_blueprint
+from tests.support.storage_kit import big_page, fill
 
 
 class Clock:
@@ -45,7 +45,7 @@ def test_each_episode_is_numbered_so_its_alerts_are_its_own():
 def test_two_full_disk_episodes_two_halts_and_recovery_only_once_writes_land(site, daemon_factory, tmp_path,
                                                                             small_fs):  # noqa: F811
     logs = tmp_path / "logs"
-    site.page("/stats", _big_page())
+    site.page("/stats", big_page())
     d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 50\n"),
                        env={"LOGS_DIRECTORY": str(logs)})
     d.state = small_fs / "state"
@@ -64,7 +64,7 @@ def test_two_full_disk_episodes_two_halts_and_recovery_only_once_writes_land(sit
 
     filler = small_fs / "filler"
     for episode in (1, 2):
-        _fill(filler)
+        fill(filler)
         d.wait_for(lambda n=episode: len(storage("SYSTEMIC_HALT")) == n, timeout=90,
                    what=f"episode {episode}'s own SYSTEMIC_HALT")
         # The disk stays full while the scrapes go on (each one a write tried and refused or

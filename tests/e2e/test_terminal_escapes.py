@@ -10,25 +10,20 @@ to the very same text; the daemon's log and alert lines carry none of them eithe
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from conftest import FAST_CONFIG, bin_cmd
-from healer_server import HealerServer, healed
-from sitepages import LISTING_BP, ROWS, listing_v1, listing_v2, write_blueprint
-
 from healerd.core.terminal import escaped, json_text, visible
+from tests.support.daemon import FAST_CONFIG, bin_cmd
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import LISTING_BP, ROWS, listing_v1, listing_v2, write_blueprint
+from tests.support.terminal_kit import PAYLOAD, assert_nothing_raw, on_pty
 
-PAYLOAD = "\x1b]0;pwned\x07 \x1b]52;c;SGVsbG8=\x07 \x1b[2J \x1bc bare\x1b \x9b31m \x07 cr\rover"
 SHOWN = "\\x1b]0;pwned\\x07 \\x1b]52;c;SGVsbG8=\\x07 \\x1b[2J \\x1bc bare\\x1b \\x9b31m \\x07 cr over"
 FIXED = dict(LISTING_BP, items="table.league-table tr.row-player",
              fields={"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}})
-# What a terminal acts on: ESC, BEL, a C1 control (UTF-8 encoded), a CR that is not the pty's own
-# CR before LF, and the other C0 controls but LF and tab.
-RAW = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]")
 SGR = re.compile(rb"\x1b\[[0-9;]*m")
 
 
@@ -61,38 +56,6 @@ def test_json_text_escapes_c1_and_del_and_reads_back_the_same():
 
 
 # -- the installed healerctl on a real pty ------------------------------------------------------
-
-
-def on_pty(d, *args: str, colour: bool = False) -> bytes:
-    """The raw bytes healerctl writes (stdout and stderr) on a pseudo-terminal."""
-    env = {k: v for k, v in d.env.items() if k != "NO_COLOR"}
-    if not colour:
-        env["NO_COLOR"] = "1"
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen(bin_cmd("healerctl") + ["--socket", d.socket, *args], cwd=d.tmp, env=env,
-                                stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    finally:
-        os.close(slave)
-    out = bytearray()
-    try:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:   # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
-        proc.wait(timeout=120)
-    return bytes(out)
-
-
-def assert_nothing_raw(out: bytes, what: str) -> None:
-    raw = RAW.search(out)
-    assert raw is None, f"{what}: raw control {raw.group(0)!r} in {out!r}"
 
 
 def healer_config(url: str, webhook: str) -> str:

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import grimp
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from contrib.import_cycles import module_cycles  # noqa: E402
+from contrib.import_cycles import module_cycles  # the checkout is on sys.path: tests/ is a package in it
+from tests.support.paths import ROOT
 
 CONFIG = """\
 [tool.importlinter]

@@ -23,7 +23,6 @@ import dataclasses
 import json
 import re
 import tomllib
-from pathlib import Path
 
 import click
 import pytest
@@ -37,8 +36,9 @@ from healerd.core.blueprint import BlueprintError, parse_text
 from healerd.core.blueprint import from_dict as blueprint_from_dict
 from healerd.core.extract import coerce
 from healerd.store.sources import STATUS_KEYS
+from tests.support.paths import ROOT
+from tests.support.reference_doc import cell_value, section, table_rows
 
-ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "REFERENCE.md"
 PACKAGE = ROOT / "healerd"
 
@@ -50,41 +50,8 @@ def reference() -> str:
     return REFERENCE.read_text(encoding="utf-8")
 
 
-def section(text: str, heading: str) -> str:
-    """The body under the heading `heading` (e.g. "### healerctl add"), up to the next heading
-    of the same or a higher level (lines inside fenced blocks are not headings). Fails when the
-    heading is missing."""
-    level = len(heading) - len(heading.lstrip("#"))
-    body: list[str] | None = None
-    in_fence = False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("```"):
-            in_fence = not in_fence
-        elif not in_fence:
-            m = re.match(r"^(#+) ", line)
-            if body is None and line.rstrip() == heading:
-                body = []
-                continue
-            if body is not None and m and len(m.group(1)) <= level:
-                break
-        if body is not None:
-            body.append(line)
-    assert body is not None, f"docs/REFERENCE.md has no heading {heading!r}"
-    return "".join(body)
-
-
 def fenced(body: str, lang: str) -> list[str]:
     return [m.group(1) for m in re.finditer(rf"^```{lang}[ \t]*\n(.*?)^```[ \t]*$", body, re.M | re.S)]
-
-
-def table_rows(body: str) -> list[list[str]]:
-    """Cells of the markdown table rows in `body` (header and separator rows included)."""
-    out = []
-    for line in body.splitlines():
-        line = line.strip()
-        if line.startswith("|") and line.endswith("|"):
-            out.append([c.strip() for c in line[1:-1].split("|")])
-    return out
 
 
 def mentions(body: str, word: str) -> bool:
@@ -198,17 +165,6 @@ def test_example_configuration_values_are_the_defaults():
     assert not wrong, "\n".join(wrong)
 
 
-def _cell_value(cell: str) -> object:
-    """A default column cell (`8`, `"INFO"`, `1s`, `["a"]`, none) as a TOML value."""
-    text = cell.strip().strip("`").replace("<version>", __version__)
-    if text in ("none", "—", "-"):
-        return None
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text   # a bare duration (1s) or string
-
-
 def test_config_key_tables_give_the_defaults():
     text = reference()
     wrong = []
@@ -219,7 +175,7 @@ def test_config_key_tables_give_the_defaults():
             if k not in rows:
                 wrong.append(f"[{s}] {k}: no row in the '[{s}]' table")
                 continue
-            value = _cell_value(rows[k][1])
+            value = cell_value(rows[k][1])
             if value is None:
                 if keys[k] is not None:
                     wrong.append(f"[{s}] {k}: the table says none, the code's default is {keys[k]!r}")

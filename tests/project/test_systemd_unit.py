@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 UNIT = ROOT / "contrib" / "systemd" / "healerd.service"
 SYSUSERS = ROOT / "contrib" / "systemd" / "healerd.sysusers"
 

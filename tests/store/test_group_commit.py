@@ -12,7 +12,6 @@ import time
 import apsw
 import pykka
 import pytest
-from test_ledger import Clock, add, bad, clock, config, conn, good, health, make_ledger  # noqa: F401 (fixtures)
 
 from healerd.actors.messages import ScrapeDone
 from healerd.actors.registry import ActorRegistry
@@ -21,6 +20,7 @@ from healerd.store.db import connect, open_db
 from healerd.store.ledger import Ledger
 from healerd.store.sql import scalar
 from healerd.waiters import Waiters
+from tests.support.ledger_kit import Clock, add, bad, config, good, health
 
 
 def count_commits(c) -> list[int]:

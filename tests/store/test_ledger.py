@@ -2,139 +2,34 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-import random
 
 import apsw
 import pytest
 
-from healerd.config import Config
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.store import fixes, records, snapshots, sources, tasks, versions
-from healerd.store.db import open_db
 from healerd.store.health_writes import HALT_KEY
 from healerd.store.ledger import Ledger
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED, QUARANTINED, IllegalTransition
-from healerd.store.outcomes import ITEM_COUNT_MEMORY, ScrapeOutcome
+from healerd.store.outcomes import ITEM_COUNT_MEMORY
 from healerd.store.sql import row, rows, scalar
-
-T0 = 1_700_000_000.0
-EVERY = 600.0
-
-
-class Clock:
-    def __init__(self, t: float = T0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> float:
-        self.t += seconds
-        return self.t
-
-
-def config(**overrides) -> Config:
-    """Defaults, no jitter, with `section__key=value` overrides."""
-    cfg = Config()
-    by_section: dict[str, dict] = {"daemon": {"jitter": 0.0}}
-    for k, v in overrides.items():
-        section, key = k.split("__")
-        by_section.setdefault(section, {})[key] = v
-    for section, values in by_section.items():
-        cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)})
-    return cfg
-
-
-@pytest.fixture
-def conn(tmp_path):
-    c = open_db(tmp_path / "healerd.db")
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def make_ledger(conn, clock):
-    made = []
-
-    def make(**overrides) -> Ledger:
-        led = Ledger(conn, config(**overrides), clock=clock, rng=random.Random(7))
-        made.append(led)
-        return led
-
-    yield make
-    for led in made:
-        led.resync_models()  # drop the lifecycle models from the shared machine
-
-
-@pytest.fixture
-def ledger(make_ledger):
-    return make_ledger()
-
-
-def add(led: Ledger, name: str = "shop", host: str = "shop.example", every: float = EVERY,
-        good_past: bool = True) -> str:
-    """A source; with `good_past` it counts one scrape that passed (healing needs one), without changing its state."""
-    bp = from_dict({"url": f"http://{host}/{name}", "every": every, "items": "li.p",
-                    "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"}}})
-    led.add_source(name, bp)
-    if good_past:
-        with led.conn:
-            led.conn.execute("UPDATE source_health SET success_count = 1 WHERE source_name = ?", (name,))
-    return name
-
-
-def items(n: int, tag: str = "") -> list[dict]:
-    return [{"name": f"Widget {i}{tag}", "price": 10.0 + i} for i in range(n)]
-
-
-def good(led: Ledger, name: str = "shop", n: int = 3, html: str | None = None, **kw) -> ScrapeOutcome:
-    now = led.clock()
-    html = html if html is not None else f"<ul>{'<li class=p>x</li>' * n}</ul>"
-    fields = dict(name=name, url=f"http://shop.example/{name}", ok=True, started_at=now - 0.2, finished_at=now,
-                  version=1, status=200, data=items(n), item_count=n, html=html,
-                  page_sha=hashlib.sha256(html.encode()).hexdigest(), etag='"v1"', last_modified="Mon, 01 Jan 2024")
-    fields.update(kw)
-    return ScrapeOutcome(**fields)
-
-
-def bad(led: Ledger, name: str = "shop", error_type: str = errors.PARSE_ERROR, **kw) -> ScrapeOutcome:
-    now = led.clock()
-    fields = dict(name=name, url=f"http://shop.example/{name}", ok=False, started_at=now - 0.2, finished_at=now,
-                  version=1, error_type=error_type, error=f"{error_type} on the page", status=200,
-                  html="<html><body>redesigned</body></html>", fingerprint=f"{error_type}:{name}")
-    fields.update(kw)
-    return ScrapeOutcome(**fields)
-
-
-def health(conn, name: str = "shop") -> dict:
-    return row(conn, "SELECT * FROM source_health WHERE source_name = ?", (name,))
-
-
-def source(conn, name: str = "shop") -> dict:
-    return row(conn, "SELECT * FROM sources WHERE name = ?", (name,))
-
-
-def events(conn, name: str = "shop") -> list[tuple]:
-    return [(r["from_state"], r["to_state"], r["trigger"]) for r in
-            rows(conn, "SELECT * FROM source_events WHERE source_name = ? ORDER BY id", (name,))]
-
-
-def fix_tasks(conn, name: str = "shop") -> list[dict]:
-    return rows(conn, "SELECT * FROM task_queue WHERE type = 'FIX_SOURCE' AND target = ? ORDER BY task_id", (name,))
-
-
-def alert_events(fx) -> list[str]:
-    return [a["event"] for a in fx.alerts]
-
+from tests.support.ledger_kit import (
+    EVERY,
+    T0,
+    Clock,
+    add,
+    alert_events,
+    bad,
+    events,
+    fix_tasks,
+    good,
+    health,
+    items,
+    source,
+)
 
 # -- good scrapes ------------------------------------------------------------------------------
 

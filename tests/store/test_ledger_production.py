@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-from test_ledger import add, alert_events, bad, clock, config, conn, events, good, health, items, ledger, make_ledger  # noqa: F401
-
 from healerd.core import errors
-from healerd.core.blueprint import from_dict
-from healerd.core.production import ROLLBACK
 from healerd.store import probation, versions
 from healerd.store.lifecycle import ACTIVE, DEGRADED
 from healerd.store.sql import rows, scalar
-
-V2 = from_dict({"url": "http://shop.example/shop", "every": 600, "items": "li.q",
-                "fields": {"name": {"css": ".n"}, "price": {"css": ".v", "type": "float"}}})
-
-
-def promote_fix(led, name="shop") -> int:
-    """v2 staged, promoted by the Deployer, and its promoted fix recorded by the Doctor."""
-    v = led.stage_version(name, V2, "builtin")
-    led.promote(name, v, page={"url": "http://shop.example/shop", "html": "<ul><li class=q>x</li></ul>",
-                               "records": items(3)})
-    led.record_fix(name=name, error_type=errors.PARSE_ERROR, strategy="builtin", outcome="promoted", reason="r",
-                   version=v)
-    return v
-
-
-def verdicts(conn, name="shop"):
-    return [(r["version"], r["production_verdict"]) for r in
-            rows(conn, "SELECT version, production_verdict FROM fix_history WHERE source_name = ? AND outcome = "
-                       "'promoted' ORDER BY fix_id", (name,))]
-
-
-def rollback_plan(to=1):
-    return {"action": ROLLBACK, "reason": "version 2 fails on the live page and version 1 passes on it",
-            "to_version": to, "data": items(3), "item_count": 3, "validation": None}
+from tests.support.ledger_kit import (
+    V2,
+    add,
+    alert_events,
+    bad,
+    events,
+    good,
+    health,
+    items,
+    promote_fix,
+    rollback_plan,
+    verdicts,
+)
 
 
 def test_a_fix_passes_probation_after_its_good_scrapes(conn, make_ledger):

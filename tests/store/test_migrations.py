@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.resources
 import threading
-from pathlib import Path
 
 import apsw
 import pytest
@@ -13,8 +12,9 @@ from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.store import db, migrations, sources
 from healerd.store.db import connect, open_db
 from healerd.store.sql import rows, scalar
+from tests.support.paths import ROOT
 
-REPO_SCHEMA = Path(__file__).resolve().parents[1] / "schema.sql"
+REPO_SCHEMA = ROOT / "schema.sql"
 
 
 def blueprint() -> Blueprint:

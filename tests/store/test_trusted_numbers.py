@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 
-from test_ledger import add, alert_events, bad, clock, config, conn, good, items, ledger, make_ledger  # noqa: F401
-from test_ledger_production import V2, promote_fix, rollback_plan, verdicts
-
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.heal.data_gone import gone_fields
@@ -20,6 +17,17 @@ from healerd.store.db import open_db
 from healerd.store.lifecycle import DEGRADED
 from healerd.store.sql import rows, scalar
 from healerd.store.stats import window_rows
+from tests.support.ledger_kit import (
+    V2,
+    add,
+    alert_events,
+    bad,
+    good,
+    items,
+    promote_fix,
+    rollback_plan,
+    verdicts,
+)
 
 # -- the data-gone check, on real pages ----------------------------------------------------------
 

@@ -7,7 +7,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler
 
-from httpfixture import QuietHTTPServer
+from tests.support.httpfixture import QuietHTTPServer
 
 
 class HealerServer:
