@@ -196,6 +196,7 @@ class Webhook:
     def __init__(self, mode: str):
         self.mode = mode
         self.bodies: list[bytes] = []
+        self.arrivals: list[float] = []   # time.monotonic() of each POST, as its body is read
         self.release = threading.Event()
         self.lock = threading.Lock()
         hook = self
@@ -207,6 +208,7 @@ class Webhook:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with hook.lock:
                     hook.bodies.append(raw)
+                    hook.arrivals.append(time.monotonic())
                 if hook.mode == "hang":
                     hook.release.wait(120)
                 status = 500 if hook.mode == "500" else 204
@@ -700,9 +702,12 @@ def test_a_failing_webhook_never_blocks_nor_loses_the_log_line(mode, site, daemo
         assert len([x for x in d.log().splitlines() if x.startswith("ALERT ")]) == 6
         if mode == "hang":
             # The Alerter gives a POST 5 s: done sooner, it is still held on the first one; on a
-            # machine slow enough to take longer it has moved on, but never sent more than it had.
+            # machine slow enough to take longer it has moved on, but never sent more than it had,
+            # and never a POST while the one before was still held.
             held = time.monotonic() - started < 4.5
             assert not hook.release.is_set() and (len(hook.bodies) == 1 if held else 1 <= len(hook.bodies) <= 6)
+            gaps = [b - a for a, b in zip(hook.arrivals, hook.arrivals[1:])]
+            assert all(gap >= 4.5 for gap in gaps), f"a POST sent while the one before was held: {gaps}"
         if mode == "500":
             d.wait_for(lambda: len(hook.received()) == 6, what="six webhook POSTs")
             assert [b["event"] for b in hook.received()] == ["DEGRADED", "RECOVERED"] * 3

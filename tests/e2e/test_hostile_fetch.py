@@ -62,11 +62,17 @@ def _ports_recorder(server: LocalServer, path: str, html: str) -> list[int]:
     return ports
 
 
+# The trickles below send every 0.1 s against a 2 s read timeout: only the total deadline (3x the
+# read timeout) can stop them, even when a busy machine holds the server's thread for a second or more.
+TRICKLE_EVERY_S = 0.1
+READ_TIMEOUT_S = 2.0
+
+
 def test_a_trickle_on_a_warmed_connection_ends_at_the_deadline(server):
-    trickle = Trickle(every=0.25, total=60.0)   # well inside the 1 s read timeout: only the deadline can stop it
+    trickle = Trickle(every=TRICKLE_EVERY_S, total=60.0)
     server.route("/trickle", trickle)
     warm_ports = _ports_recorder(server, "/warm", "<html><body>ok</body></html>")
-    f = Fetcher(FetchConfig(timeout=1.0, connect_timeout=1.0))   # total deadline 3 s
+    f = Fetcher(FetchConfig(timeout=READ_TIMEOUT_S, connect_timeout=1.0))   # total deadline 6 s
     try:
         assert f.fetch(server.url("/warm")).status == 200
         with pytest.raises(FetchError) as ei:
@@ -80,18 +86,18 @@ def test_a_trickle_on_a_warmed_connection_ends_at_the_deadline(server):
     # The fetch gave up while the server was still trickling (it would go on for 90 s).
     assert trickle.hung_up.wait(10) and not trickle.finished.is_set()
     # The message states the real elapsed time, not the configured deadline alone.
-    m = re.search(r"after (\d+\.\d)s \(total deadline 3s\)", err.message)
+    m = re.search(r"after (\d+\.\d)s \(total deadline 6s\)", err.message)
     assert m, err.message
-    assert float(m.group(1)) >= 3.0
+    assert float(m.group(1)) >= 6.0
 
 
 def test_trickling_headers_are_bounded_too():
-    """A server that never finishes its status line and headers (one byte every 0.25 s)."""
+    """A server that never finishes its status line and headers (one byte every 0.1 s)."""
     stop = threading.Event()
 
     class Slow(BaseHTTPRequestHandler):
         def do_GET(self):
-            for ch in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 240:
+            for ch in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 600:   # a minute of header bytes
                 if stop.is_set():
                     return
                 try:
@@ -99,7 +105,7 @@ def test_trickling_headers_are_bounded_too():
                     self.wfile.flush()
                 except OSError:
                     return
-                time.sleep(0.25)
+                time.sleep(TRICKLE_EVERY_S)
 
         def log_message(self, *a):
             pass
@@ -107,7 +113,7 @@ def test_trickling_headers_are_bounded_too():
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    f = Fetcher(FetchConfig(timeout=1.0, connect_timeout=1.0))
+    f = Fetcher(FetchConfig(timeout=READ_TIMEOUT_S, connect_timeout=1.0))
     try:
         with pytest.raises(FetchError) as ei:
             f.fetch(f"http://127.0.0.1:{srv.server_address[1]}/")
@@ -213,13 +219,13 @@ def test_a_cross_port_redirect_carries_no_credentials(server):
 
 # -- through the real daemon -------------------------------------------------------------------
 
-TRICKLE_CONFIG = FAST_CONFIG.replace('timeout = "3s"', 'timeout = "1s"').replace(
-    'connect_timeout = "2s"', 'connect_timeout = "1s"')   # the trickles send every 0.5 s: no read timeout
+TRICKLE_CONFIG = FAST_CONFIG.replace('timeout = "3s"', 'timeout = "2s"').replace(
+    'connect_timeout = "2s"', 'connect_timeout = "1s"')   # the trickles send every 0.1 s: no read timeout
 
 
 def test_trickling_sources_do_not_starve_the_fleet(server, daemon_factory, tmp_path):
     """Two trickling sources with two scrapers: the healthy sources keep being scraped."""
-    trickles = [Trickle(total=120.0), Trickle(total=120.0)]
+    trickles = [Trickle(every=TRICKLE_EVERY_S, total=120.0), Trickle(every=TRICKLE_EVERY_S, total=120.0)]
     server.route("/t0", trickles[0])
     server.route("/t1", trickles[1])
     server.route("/stats", page(listing_v1()))
