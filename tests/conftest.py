@@ -15,7 +15,26 @@ import pytest
 
 from tests.support.daemon import FAST_CONFIG, DaemonProc
 from tests.support.httpfixture import LocalServer
+from tests.support.paths import TESTS
 from tests.support.site import Site
+
+# The folders in the order their files are handed to the xdist workers (pyproject's addopts:
+# --dist loadfile, in this order): the long end-to-end files start first, and the many short
+# unit-test files fill the workers' last minutes instead of one long file running alone at the end.
+FOLDERS_FIRST_TO_LAST = ("e2e", "project", "adapters", "actors", "control", "cli", "daemon", "store", "core")
+
+
+def _folder_rank(item: pytest.Item) -> int:
+    try:
+        folder = item.path.relative_to(TESTS).parts[0]
+    except ValueError:
+        return len(FOLDERS_FIRST_TO_LAST)
+    return FOLDERS_FIRST_TO_LAST.index(folder) if folder in FOLDERS_FIRST_TO_LAST else len(FOLDERS_FIRST_TO_LAST)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Heaviest folders first (every xdist worker sorts its collection alike)."""
+    items.sort(key=_folder_rank)   # stable: the order within a folder stays the collection order
 
 
 @pytest.fixture
