@@ -43,12 +43,12 @@ class Mutant:
 
 
 TESTS = {
-    "validate": ["tests/test_validate.py", "tests/test_deploy_judge.py", "tests/test_core_edges.py"],
-    "extract": ["tests/test_extract_contract.py", "tests/test_validate.py", "tests/test_core_edges.py"],
-    "lifecycle": ["tests/test_lifecycle.py", "tests/test_ledger.py"],
-    "sanitize": ["tests/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_sanitize*.py")),
-    "budget": ["tests/test_breakers.py", "tests/test_ledger.py", "tests/test_store_concurrency.py", "tests/test_core_edges.py"],
-    "heal-refusal": ["tests/test_builtin_healer.py", "tests/core/test_heal_matcher.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_mutants_heal*.py")),
+    "validate": ["tests/core/test_validate.py", "tests/core/test_deploy_judge.py", "tests/core/test_core_edges.py"],
+    "extract": ["tests/core/test_extract_contract.py", "tests/core/test_validate.py", "tests/core/test_core_edges.py"],
+    "lifecycle": ["tests/store/test_lifecycle.py", "tests/store/test_ledger.py"],
+    "sanitize": ["tests/core/test_sanitize.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "core").glob("test_mutants_sanitize*.py")),
+    "budget": ["tests/core/test_breakers.py", "tests/store/test_ledger.py", "tests/store/test_store_concurrency.py", "tests/core/test_core_edges.py"],
+    "heal-refusal": ["tests/core/test_builtin_healer.py", "tests/core/test_heal_matcher.py"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "core").glob("test_mutants_heal*.py")),
     "ladder": sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_ladder*.py")),
 }
 

@@ -3,31 +3,43 @@
 `site` is an HTTP server on 127.0.0.1 serving whatever the test puts in it.
 `daemon_factory(config).start()` starts `healerd run` as a subprocess on a temp state dir
 and a real Unix socket; `.ctl(...)` runs the real `healerctl` against it. (The `daemon`
-fixture of test_healerctl.py is not the daemon: a real ControlServer with canned answers.)
+fixture of tests/cli/test_healerctl.py is not the daemon: a real ControlServer with canned answers.)
+
+Fixtures live here (and in a folder's conftest.py when only that folder uses them); what tests
+import — the daemon and site classes, pages, helper servers — lives in the tests.support package.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import threading
-import time
-from http.server import BaseHTTPRequestHandler
-from pathlib import Path
-
 import pytest
-from httpfixture import QuietHTTPServer
+
+from tests.support.daemon import FAST_CONFIG, DaemonProc
+from tests.support.httpfixture import LocalServer
+from tests.support.paths import TESTS
+from tests.support.site import Site
+
+# The folders in the order their files are handed to the xdist workers (pyproject's addopts:
+# --dist loadfile, in this order): the long end-to-end files start first, and the many short
+# unit-test files fill the workers' last minutes instead of one long file running alone at the end.
+FOLDERS_FIRST_TO_LAST = ("e2e", "project", "adapters", "actors", "control", "cli", "daemon", "store", "core")
+
+
+def _folder_rank(item: pytest.Item) -> int:
+    try:
+        folder = item.path.relative_to(TESTS).parts[0]
+    except ValueError:
+        return len(FOLDERS_FIRST_TO_LAST)
+    return FOLDERS_FIRST_TO_LAST.index(folder) if folder in FOLDERS_FIRST_TO_LAST else len(FOLDERS_FIRST_TO_LAST)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Heaviest folders first (every xdist worker sorts its collection alike)."""
+    items.sort(key=_folder_rank)   # stable: the order within a folder stays the collection order
 
 
 @pytest.fixture
 def server():
-    """A real HTTP server on 127.0.0.1 whose routes a test sets (httpfixture.LocalServer)."""
-    from httpfixture import LocalServer
-
+    """A real HTTP server on 127.0.0.1 whose routes a test sets (support.httpfixture.LocalServer)."""
     s = LocalServer()
     yield s
     s.stop()
@@ -43,241 +55,11 @@ def fetcher():
     f.close()
 
 
-def bin_cmd(name: str) -> list[str]:
-    """The installed console script, or the module when only the package is importable."""
-    script = Path(sys.executable).parent / name
-    if script.exists():
-        return [str(script)]
-    found = shutil.which(name)
-    if found:
-        return [found]
-    return [sys.executable, "-m", "healerd" if name == "healerd" else "healerd.cli.healerctl"]
-
-
-class Site:
-    """A local site: `site.page(path, html)` sets a page; hits are counted per path."""
-
-    def __init__(self):
-        self.pages: dict[str, tuple[int, dict, bytes]] = {}
-        self.hits: dict[str, int] = {}
-        self.lock = threading.Lock()
-        self.connections: set = set()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self):
-                super().setup()
-                with site.lock:
-                    site.connections.add(self.connection)
-
-            def finish(self):
-                with site.lock:
-                    site.connections.discard(self.connection)
-                super().finish()
-
-            def do_GET(self):
-                path = self.path.split("?", 1)[0]
-                with site.lock:
-                    site.hits[path] = site.hits.get(path, 0) + 1
-                    entry = site.pages.get(path)
-                if entry is None:
-                    status, headers, body = 404, {"Content-Type": "text/html"}, b"<html><body>not found</body></html>"
-                else:
-                    status, headers, body = entry
-                if callable(body):
-                    body = body()
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def page(self, path: str, html: str | bytes, status: int = 200, headers: dict | None = None) -> None:
-        body = html.encode() if isinstance(html, str) else html
-        with self.lock:
-            self.pages[path] = (status, {"Content-Type": "text/html; charset=utf-8", **(headers or {})}, body)
-
-    def slow(self, path: str, seconds: float, html: str) -> None:
-        """A page that answers only after `seconds`."""
-        import time as _t
-
-        def body():
-            _t.sleep(seconds)
-            return html.encode()
-
-        with self.lock:
-            self.pages[path] = (200, {"Content-Type": "text/html; charset=utf-8"}, body)
-
-    def redirect(self, path: str, to: str, status: int = 302) -> None:
-        with self.lock:
-            self.pages[path] = (status, {"Location": to}, b"")
-
-    def remove(self, path: str) -> None:
-        with self.lock:
-            self.pages.pop(path, None)
-
-    def stop(self) -> None:
-        """The site goes down: no new connections, and the kept-alive ones are cut."""
-        import socket as _socket
-
-        self.server.shutdown()
-        self.server.server_close()
-        with self.lock:
-            open_now = list(self.connections)
-        for conn in open_now:
-            try:
-                conn.shutdown(_socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
 @pytest.fixture
 def site():
     s = Site()
     yield s
     s.stop()
-
-
-FAST_CONFIG = """
-[daemon]
-scrapers = 2
-tick = "0.05s"
-politeness_delay = 0
-jitter = 0
-log_level = "INFO"
-[fetch]
-timeout = "3s"
-connect_timeout = "2s"
-respect_robots = false
-per_host_concurrency = 4
-[doctor]
-max_fix_attempts = 3
-attempt_window = "1h"
-quarantine_for = "1h"
-[alerts]
-dedupe_window = "1h"
-"""
-
-
-def db_rows(d: DaemonProc, sql: str, params=()) -> list[dict]:
-    """Rows of a query on a daemon's database, read-only, beside the running daemon."""
-    import apsw
-
-    conn = apsw.Connection(str(d.state / "healerd.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cur = conn.execute(sql, params)
-        desc, out = None, []
-        for r in cur:
-            desc = desc or [x[0] for x in cur.getdescription()]
-            out.append(dict(zip(desc, r)))
-        return out
-    finally:
-        conn.close()
-
-
-class DaemonProc:
-    def __init__(self, tmp: Path, config: str = FAST_CONFIG, env: dict | None = None):
-        self.tmp = tmp
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.state = tmp / "state"
-        self.socket = str(tmp / "healerd.sock")
-        self.config_path = tmp / "healerd.toml"
-        self.config_path.write_text(config)
-        self.env = {**os.environ, **(env or {})}
-        self.env.pop("HEALERD_SOCKET", None)
-        self.proc: subprocess.Popen | None = None
-        self.log_path = tmp / "daemon.log"
-        self._log = None
-
-    def _outputs(self):
-        """(stdout, stderr) for the daemon: both into daemon.log."""
-        return self._log, subprocess.STDOUT
-
-    def start(self, wait: float = 20.0) -> DaemonProc:
-        self._log = open(self.log_path, "ab")
-        stdout, stderr = self._outputs()
-        self.proc = subprocess.Popen(
-            bin_cmd("healerd") + ["run", "--config", str(self.config_path), "--state-dir", str(self.state),
-                                  "--socket", self.socket],
-            cwd=self.tmp, env=self.env, stdout=stdout, stderr=stderr)
-        deadline = time.time() + wait
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"healerd exited with {self.proc.returncode}:\n{self.log()}")
-            if os.path.exists(self.socket) and self.ctl("status", "--json").returncode == 0:
-                return self
-            time.sleep(0.1)
-        raise RuntimeError(f"healerd did not come up:\n{self.log()}")
-
-    def ctl(self, *args: str, timeout: float = 120.0, input: str | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(bin_cmd("healerctl") + ["--socket", self.socket, *args], cwd=self.tmp,
-                              capture_output=True, text=True, timeout=timeout, env=self.env, input=input)
-
-    def ctl_json(self, *args: str):
-        """The JSON answer; `run` and `heal` exit 1 on a failed scrape / no promotion but still print it."""
-        r = self.ctl(*args, "--json")
-        answered = args and args[0] in ("run", "heal") and r.returncode == 1 and r.stdout.strip()
-        assert r.returncode == 0 or answered, f"healerctl {' '.join(args)} failed: {r.stderr}\n{self.log()[-3000:]}"
-        return json.loads(r.stdout)
-
-    def wait_for(self, predicate, timeout: float = 30.0, what: str = "condition"):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            last = predicate()
-            if last:
-                return last
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}; last: {last!r}\n{self.log()[-4000:]}")
-
-    def state_of(self, name: str) -> str:
-        return self.ctl_json("status", name)["state"]
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def alerts(self) -> list[dict]:
-        p = self.state / "alerts.jsonl"
-        if not p.exists():
-            return []
-        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-
-    def stop(self, sig=signal.SIGTERM, timeout: float = 15.0) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-        finally:
-            if self._log:
-                self._log.close()
-
-    def kill9(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        if self._log:
-            self._log.close()
 
 
 @pytest.fixture

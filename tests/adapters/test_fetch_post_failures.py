@@ -5,10 +5,10 @@ the OS's errors (healerd/adapters/fetch_errors.py, request_failure)."""
 from __future__ import annotations
 
 import pytest
-from ports import refusing_socket
 
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
 from healerd.core import errors
+from tests.support.ports import refusing_socket
 
 
 def failure(fn) -> FetchError:

@@ -4,12 +4,11 @@ of the right shape, but brand now reads the categories. It must wait for a perso
 
 from __future__ import annotations
 
-from driftpages import PRICES_BP, pricelist
-
 from healerd.core.blueprint import from_dict
 from healerd.core.candidate_headings import candidate_relabelled
 from healerd.core.extract import extract
 from healerd.core.judge import PROMOTE, STAGE, judge
+from tests.support.driftpages import PRICES_BP, pricelist
 
 
 def bp_of(d: dict):

@@ -5,10 +5,10 @@ diagnosis of the live page decides (nothing to heal, drift, a page that cannot b
 from __future__ import annotations
 
 import pytest
-from support.ladder_fakes import NOW, World, listing_v1, listing_v2
 
 from healerd.core.ladder.ladder import HALT_RETRY_S, last_rung, one_line, rung_of
 from healerd.core.ladder.ports import FetchedPage, FetchFailed, LadderSettings
+from tests.support.ladder_fakes import NOW, World, listing_v1, listing_v2
 
 
 def declined_before_any_rung(w: World) -> None:

@@ -5,7 +5,9 @@ relocation of a page that moved."""
 
 from __future__ import annotations
 
-from support.ladder_fakes import (
+from healerd.core.blueprint import from_dict
+from healerd.core.ladder.ports import FetchedPage, FetchFailed, LadderSettings
+from tests.support.ladder_fakes import (
     AMBIGUOUS,
     BEFORE,
     GONE,
@@ -19,9 +21,6 @@ from support.ladder_fakes import (
     listing_v1,
     listing_v2,
 )
-
-from healerd.core.blueprint import from_dict
-from healerd.core.ladder.ports import FetchedPage, FetchFailed, LadderSettings
 
 FIXED = bp_of({"url": "http://shop.test/stats", "items": "table.league-table tr.row-player",
                "fields": {"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}}})

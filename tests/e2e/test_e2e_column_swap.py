@@ -7,8 +7,8 @@ to heal"."""
 
 from __future__ import annotations
 
-from conftest import FAST_CONFIG
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.sitepages import write_blueprint
 
 ROWS = [("Ada", 31, 12), ("Grace", 27, 11), ("Linus", 24, 10), ("Margaret", 22, 9), ("Ken", 19, 8)]
 BP = {"every": "1h", "items": "table.league tbody tr",

@@ -5,9 +5,9 @@ among real names is data and still stores."""
 
 from __future__ import annotations
 
-from conftest import FAST_CONFIG
-from driftpages import PLAYERS, TABLE_BP, table
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.driftpages import PLAYERS, TABLE_BP, table
+from tests.support.sitepages import write_blueprint
 
 
 def names(d, source) -> list:

@@ -4,9 +4,9 @@ store the neighbouring field's values; a value change on the same page still sto
 
 from __future__ import annotations
 
-from conftest import FAST_CONFIG
-from driftpages import PLAYERS, POSITIONAL_BP, SPECS_BP, league, league_swapped, specs
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.driftpages import PLAYERS, POSITIONAL_BP, SPECS_BP, league, league_swapped, specs
+from tests.support.sitepages import write_blueprint
 
 TRUE_SPECS = {"brand": "Northpeak", "model": "Trail Kettle", "weight": "1.2 kg"}
 

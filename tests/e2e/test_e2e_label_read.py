@@ -6,8 +6,8 @@ breakage: no record with the label for a value is stored."""
 
 from __future__ import annotations
 
-from conftest import FAST_CONFIG
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.sitepages import write_blueprint
 
 ISSUES = [("blacklist", "B404", "shoplib/db.py"), ("yaml_load", "B506", "shoplib/tasks.py"),
           ("assert_used", "B101", "shoplib/cart.py"), ("hardcoded_password", "B105", "shoplib/auth.py")]

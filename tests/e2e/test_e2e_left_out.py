@@ -7,9 +7,9 @@ post is stored."""
 
 from __future__ import annotations
 
-from conftest import FAST_CONFIG
-from healer_server import HealerServer, healed
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.healer_server import HealerServer, healed
+from tests.support.sitepages import write_blueprint
 
 POSTS = [("Honing versus sharpening", "Tomas Reyes"), ("Stocking a small pantry", "Mara Quill"),
          ("Rye crackers that keep", "Tomas Reyes"), ("Knife skills for beginners", "Mara Quill"),

@@ -8,9 +8,9 @@ second source never stores a category as a brand."""
 
 from __future__ import annotations
 
-from conftest import FAST_CONFIG
-from driftpages import GEAR, PRICES_BP, pricelist
-from sitepages import write_blueprint
+from tests.support.daemon import FAST_CONFIG
+from tests.support.driftpages import GEAR, PRICES_BP, pricelist
+from tests.support.sitepages import write_blueprint
 
 CATEGORIES = {g[2] for g in GEAR}
 

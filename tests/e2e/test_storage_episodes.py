@@ -1,0 +1,81 @@
+"""Storage fault episodes: RECOVERED only once a write went through (never while the disk is
+still full), and every new episode raises its own SYSTEMIC_HALT, however soon after the last."""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from healerd.store.faults import FIRST_BACKOFF_S, StorageFaults
+from tests.support.daemon import FAST_CONFIG
+from tests.support.sitepages import LISTING_BP, write_blueprint
+from tests.support.storage_kit import big_page, fill
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_a_write_that_changed_nothing_does_not_end_an_episode():
+    clock = Clock()
+    f = StorageFaults(clock)
+    assert f.failed(apsw.FullError("database or disk is full")) is True
+    clock.t += FIRST_BACKOFF_S
+    assert f.succeeded(wrote=False) is None          # a transaction with nothing in it proves nothing
+    assert f.episode is not None and f.episode.failures == 1
+    ended = f.succeeded(wrote=True)
+    assert ended is not None and f.episode is None
+    assert f.succeeded(wrote=True) is None           # no episode open: nothing to end
+
+
+def test_each_episode_is_numbered_so_its_alerts_are_its_own():
+    f = StorageFaults(Clock())
+    f.failed(apsw.FullError("x"))
+    first = f.episode.number
+    f.succeeded(wrote=True)
+    f.failed(apsw.IOError("x"))
+    assert f.episode.number == first + 1
+
+
+def test_two_full_disk_episodes_two_halts_and_recovery_only_once_writes_land(site, daemon_factory, tmp_path,
+                                                                            small_fs):  # noqa: F811
+    logs = tmp_path / "logs"
+    site.page("/stats", big_page())
+    d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 50\n"),
+                       env={"LOGS_DIRECTORY": str(logs)})
+    d.state = small_fs / "state"
+    d.start()
+    names = [f"s{i}" for i in range(4)]
+    for name in names:
+        bp = write_blueprint(tmp_path / f"{name}.json", site.url("/stats"), {**LISTING_BP, "every": "1s"})
+        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
+    d.wait_for(lambda: all(d.ctl_json("status", n)["last_success_at"] for n in names), what="first scrapes")
+
+    def storage(event):
+        p = logs / "alerts.jsonl"
+        alerts = [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+        return [a for a in alerts if a["event"] == event and a["source"] is None
+                and a["details"].get("cause") == "storage"]
+
+    filler = small_fs / "filler"
+    for episode in (1, 2):
+        fill(filler)
+        d.wait_for(lambda n=episode: len(storage("SYSTEMIC_HALT")) == n, timeout=90,
+                   what=f"episode {episode}'s own SYSTEMIC_HALT")
+        # The disk stays full while the scrapes go on (each one a write tried and refused or
+        # failed): no RECOVERED meanwhile.
+        hits = site.hits.get("/stats", 0)
+        d.wait_for(lambda h=hits: site.hits.get("/stats", 0) >= h + 24, timeout=90, what="scrapes on a full disk")
+        assert len(storage("RECOVERED")) == episode - 1, storage("RECOVERED")
+        filler.unlink()
+        d.wait_for(lambda n=episode: len(storage("RECOVERED")) == n, timeout=90,
+                   what=f"episode {episode}'s RECOVERED once space returned")
+    halts = storage("SYSTEMIC_HALT")
+    assert halts[0]["details"]["episode"] != halts[1]["details"]["episode"]
+    assert d.proc.poll() is None
+    assert d.stop() == 0
