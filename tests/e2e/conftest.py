@@ -11,10 +11,10 @@ import pytest
 
 @pytest.fixture
 def small_fs():
-    """A 12 MB tmpfs, unmounted afterwards; skipped where mounting is not allowed."""
+    """A 24 MB tmpfs, unmounted afterwards; skipped where mounting is not allowed."""
     mnt = Path(f"/tmp/healerd-smallfs-{uuid.uuid4().hex[:8]}")
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m,mode=0700", "tmpfs", str(mnt)],
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", str(mnt)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         mnt.rmdir()

@@ -46,7 +46,9 @@ def test_two_full_disk_episodes_two_halts_and_recovery_only_once_writes_land(sit
                                                                             small_fs):  # noqa: F811
     logs = tmp_path / "logs"
     site.page("/stats", big_page())
-    d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 50\n"),
+    # Four sources keeping 20 records of a ~36 KB page stay far below the file system's size: the
+    # disk is full only while the filler is there, never by the daemon's own data.
+    d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 20\n"),
                        env={"LOGS_DIRECTORY": str(logs)})
     d.state = small_fs / "state"
     d.start()
