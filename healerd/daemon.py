@@ -85,7 +85,8 @@ def lock_state_dir(state_dir: str | os.PathLike) -> int:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
-SHUTDOWN_BUDGET_S = 8.0      # from the stop signal to the actors stopped (the bound is 10 s)
+SHUTDOWN_BUDGET_S = 6.5      # from the stop signal to the actors stopped (the bound is 10 s: the rest is
+                             # for the workers, the requeue and the interpreter's own exit, slow on a busy box)
 FLUSH_RESERVE_S = 2.0        # of that, kept for the validator, alerter and writer to finish what they hold
 WORKERS_READY_S = 30.0       # "ready" waits this long at most for the extraction workers to start
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
