@@ -1,0 +1,93 @@
+"""Values changed in place: a heal that moves a field onto a stale copy of its old values.
+
+A redesign may change the records' own values while a copy of the old ones stays elsewhere on
+the page (a "related" block, a link that always carried the same URL, a cached summary). The
+healer, looking for the old values, finds that copy and moves the field there. But when the
+old selector still reads, in every record, a value of the old kind from a node in the old
+node's place (the same tags on the way down from the record, the node's own tag) and that
+value is not the old one, the old node is still the field and its value changed: the copy is
+stale. `kept_in_place` names such fields so that the heal keeps their old selectors.
+"""
+
+from __future__ import annotations
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.heal.evidence import value_kind
+from healerd.core.heal.fingerprint import Page
+
+# On a single record the path is read from the node up this many levels (the record's own
+# container is not known; a wrapper added far above the field does not count against it).
+SINGLE_LEVELS = 3
+
+
+def _tag_path(page: Page, container: int, i: int, limit: int) -> tuple[str, ...]:
+    """Tags from i up to (not including) container, or `limit` levels at most."""
+    out = [page.tags[i]]
+    p = page.parent[i]
+    while p >= 0 and p != container and len(out) <= limit:
+        out.append(page.tags[p])
+        p = page.parent[p]
+    return tuple(out)
+
+
+def _record_values(page: Page, container: int, attr: str | None) -> set[str]:
+    """Every value the record's nodes gave (their texts, or the attribute read)."""
+    out = set()
+    for i in range(container, page.end[container]):
+        v = page.value(i, attr)
+        if v:
+            out.add(v)
+    return out
+
+
+def _containers(page: Page, items: str | None) -> list[int]:
+    if not items:
+        return [0]
+    return [i for i in (page.index_of(n) for n in page.tree.css(items)) if i is not None]
+
+
+def _in_place(spec: FieldSpec, old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page,
+              old_values: list) -> bool:
+    """The old selector reads, in every record, a changed value of the old kind from the old node's place."""
+    assert spec.css is not None
+    olds = _containers(before, old_bp.items)
+    news = _containers(after, new_bp.items)
+    if not olds or len(olds) != len(news) or len(olds) != len(old_values):
+        return False
+    limit = SINGLE_LEVELS if not old_bp.items else 1000
+    changed = 0
+    for oc, nc, want in zip(olds, news, old_values):
+        if not isinstance(want, str) or not want.strip():
+            return False
+        o, n = before.first_in(oc, spec.css), after.first_in(nc, spec.css)
+        if o is None or n is None:
+            return False
+        got = after.value(n, spec.attr)
+        if not got or not got.strip() or value_kind(got) != value_kind(want):
+            return False
+        if _tag_path(before, oc, o, limit) != _tag_path(after, nc, n, limit):
+            return False
+        if before.sibling_index(o) != after.sibling_index(n):
+            return False  # another node of the record now matched (a class it was told apart by renamed)
+        if got in _record_values(before, oc, spec.attr):
+            return False  # a value the old record already had elsewhere: the selector slid onto it
+        changed += got != want
+    # Every record's value changed (a record unchanged would have been found again in place).
+    return changed == len(old_values)
+
+
+def kept_in_place(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page,
+                  old_raw: dict | list[dict], new_raw: dict | list[dict]) -> list[str]:
+    """The fields the heal moved onto their old values whose old selectors still read them, changed in place."""
+    rows = old_raw if isinstance(old_raw, list) else [old_raw]
+    got = new_raw if isinstance(new_raw, list) else [new_raw]
+    out = []
+    for name, spec in old_bp.fields.items():
+        now = new_bp.fields.get(name)
+        if now is None or spec.css is None or (now.css, now.attr) == (spec.css, spec.attr):
+            continue
+        if len(got) != len(rows) or any(g.get(name) != r.get(name) for g, r in zip(got, rows)):
+            continue  # the heal reads other values than the old ones: not a copy of them
+        if _in_place(spec, old_bp, new_bp, before, after, [r.get(name) for r in rows]):
+            out.append(name)
+    return out

@@ -1,0 +1,80 @@
+"""Values changed in place while a copy of the old ones stays elsewhere (healerd.core.heal.values_in_place)."""
+
+from __future__ import annotations
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
+from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.values_in_place import kept_in_place
+
+# An admin index: each row's model link, and a "Change" link that always carried the same URL.
+BP = Blueprint(items="div.app-shop table tr", fields={
+    "model": FieldSpec("model", "th a"),
+    "list_url": FieldSpec("list_url", "th a", attr="href"),
+    "add_url": FieldSpec("add_url", "a.addlink", attr="href"),
+})
+SLUGS = ("category", "product", "order")
+
+
+def row(slug: str, name: str, href: str) -> str:
+    return (f"<tr class='model-{slug}'><th scope='row'><a href='{href}'>{name}</a></th>"
+            f"<td><a href='/admin/shop/{slug}/add/' class='addlink'>Add</a></td>"
+            f"<td><a href='/admin/shop/{slug}/' class='changelink'>Change</a></td></tr>")
+
+
+def page(rows: str, box: str = "app-shop") -> str:
+    return (f"<html><body><h1>Site administration</h1><div class='{box} module'><table><caption>Shop</caption>"
+            f"{rows}</table></div></body></html>")
+
+
+BEFORE = page("".join(row(s, s.title() + "s", f"/admin/shop/{s}/") for s in SLUGS))
+# the redesign changed the model links' text and URLs; the "Change" links kept the old URLs
+AFTER = page("".join(row(s, s.title() + "s (new)", f"/admin/shop/{s}/?v=2") for s in SLUGS))
+
+
+def test_a_field_whose_values_changed_in_place_keeps_its_selector():
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, AFTER)
+    assert res.ok and res.unchanged, res.reason
+    assert res.blueprint is BP
+    assert "values changed in place: list_url" in res.reason
+    assert [r["list_url"] for r in extract(AFTER, res.blueprint).data] == [f"/admin/shop/{s}/?v=2" for s in SLUGS]
+
+
+def test_the_other_repairs_stay_and_the_stale_copy_is_not_taken():
+    """The list's classes renamed too: the items selector is repaired, list_url stays where it was."""
+    after = AFTER.replace("app-shop", "AppShop_box__e1a0c")
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, after)
+    assert res.ok and res.blueprint is not None, res.reason
+    assert res.blueprint.items != BP.items
+    assert res.blueprint.fields["list_url"] == BP.fields["list_url"]
+    assert "list_url" not in res.changed and "changelink" not in res.reason
+    got = extract(after, res.blueprint).data
+    assert [r["list_url"] for r in got] == [f"/admin/shop/{s}/?v=2" for s in SLUGS]
+
+
+# API docs: the old selector told the parameter from the "class" keyword by a class that was renamed
+DOC_BP = Blueprint(items="dl.class", fields={
+    "name": FieldSpec("name", "dt > code.descname"),
+    "first_param": FieldSpec("first_param", "dt > em:not(.property)"),
+})
+
+
+def doc(prop_class: str, names: tuple[str, str], params: tuple[str, str]) -> str:
+    return "<html><body>" + "".join(
+        f"<dl class='class'><dt><em class='{prop_class}'>class</em> <code class='descname'>{n}</code>"
+        f"(<em>{p}</em>)</dt><dd><p>About {n}.</p></dd></dl>" for n, p in zip(names, params)) + "</body></html>"
+
+
+def test_a_selector_slid_onto_another_node_of_the_record_is_no_change_in_place():
+    before, after = Page(doc("property", ("Product", "Warehouse"), ("name", "code"))), \
+        Page(doc("prop-x1", ("Product", "Warehouse"), ("name", "code")))
+    old = extract(before.tree, DOC_BP).raw
+    moved = Blueprint(items=DOC_BP.items, fields={**DOC_BP.fields,
+                                                  "first_param": FieldSpec("first_param", "em:nth-of-type(2)")})
+    new = extract(after.tree, moved).raw
+    # the old selector now reads the "class" keyword: a node of the old record, not the parameter changed
+    assert [r["first_param"] for r in extract(after.tree, DOC_BP).raw] == ["class", "class"]
+    assert kept_in_place(DOC_BP, moved, before, after, old, new) == []
