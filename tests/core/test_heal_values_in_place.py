@@ -78,3 +78,33 @@ def test_a_selector_slid_onto_another_node_of_the_record_is_no_change_in_place()
     # the old selector now reads the "class" keyword: a node of the old record, not the parameter changed
     assert [r["first_param"] for r in extract(after.tree, DOC_BP).raw] == ["class", "class"]
     assert kept_in_place(DOC_BP, moved, before, after, old, new) == []
+
+
+# A blog index: each post's title link, and the dateline's permalink that repeated its URL.
+BLOG_BP = Blueprint(items="div.postindex > article", fields={
+    "title": FieldSpec("title", "h1 a"),
+    "url": FieldSpec("url", "h1 a", attr="href"),
+    "date": FieldSpec("date", "p.dateline time"),
+})
+POSTS = (("open-data", "Open data published", "2023-06-09"), ("low-flows", "Low-flow watch begins", "2023-06-02"),
+         ("outage", "Telemetry outage", "2023-05-19"))
+
+
+def blog(suffix: str, wrap: bool) -> str:
+    posts = []
+    for slug, title, day in POSTS:
+        link = f"<a href='posts/{slug}.html{suffix}' class='u-url'>{title}{' (new)' if suffix else ''}</a>"
+        posts.append(f"<article class='h-entry'><header><h1 class='p-name'>{f'<div class=inner>{link}</div>' if wrap else link}"
+                     f"</h1><p class='dateline'><a href='posts/{slug}.html' rel='bookmark'><time>{day}</time></a></p>"
+                     "</header><div class='e-content'><p>Body text of the post.</p></div></article>")
+    return "<html><body><header><a href='/'>Blog</a></header><div class='postindex'>" + "".join(posts) + "</div></body></html>"
+
+
+def test_a_wrapper_added_above_the_field_is_still_its_place():
+    """The title links wrapped in a div and their URLs changed: the permalinks' old URLs are a stale copy."""
+    before, after = blog("", wrap=False), blog("?v=2", wrap=True)
+    old = extract(before, BLOG_BP).data
+    res = heal(BLOG_BP, before, old, after)
+    assert res.ok and res.blueprint is not None, res.reason
+    assert res.blueprint.fields["url"] == BLOG_BP.fields["url"], res.reason
+    assert [r["url"] for r in extract(after, res.blueprint).data] == [f"posts/{s}.html?v=2" for s, _, _ in POSTS]
