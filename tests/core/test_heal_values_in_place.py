@@ -108,3 +108,33 @@ def test_a_wrapper_added_above_the_field_is_still_its_place():
     assert res.ok and res.blueprint is not None, res.reason
     assert res.blueprint.fields["url"] == BLOG_BP.fields["url"], res.reason
     assert [r["url"] for r in extract(after, res.blueprint).data] == [f"posts/{s}.html?v=2" for s, _, _ in POSTS]
+
+
+# A documentation page: the active navigation link's text and href, and a sidebar link repeating the old title.
+NAV_BP = Blueprint(fields={
+    "current": FieldSpec("current", "ul.navbar-nav li.active a"),
+    "current_href": FieldSpec("current_href", "ul.navbar-nav li.active a", attr="href"),
+    "edit_url": FieldSpec("edit_url", "ul.navbar-right a[href*='/edit/']", attr="href"),
+})
+
+
+def nav(title: str, href: str, reordered: bool = False) -> str:
+    items = ["<li><a href='../'>Home</a></li>", f"<li class='active'><a href='{href}'>{title}</a></li>",
+             "<li><a href='../faq/'>FAQ</a></li>"]
+    return ("<html><body><div class='navbar'><ul class='nav navbar-nav'>" + "".join(items[::-1] if reordered else items) +
+            "</ul>"
+            "<ul class='nav navbar-right'><li><a href='https://example.org/edit/main/docs/pricing.md'>Edit</a></li></ul></div>"
+            "<div class='row'><div class='col-md-3'><ul class='bs-sidenav'><li class='main active'>"
+            "<a href='#pricing'>Pricing</a></li><li><a href='#plans'>Plans</a></li></ul></div>"
+            "<div class='col-md-9'><h1 id='pricing'>Pricing</h1><p>What each plan costs.</p></div></div></body></html>")
+
+
+def test_a_field_read_from_the_same_node_goes_back_with_the_field_kept():
+    """The navigation reordered too: the healer looked for the old title and found the sidebar's."""
+    before, after = nav("Pricing", "./"), nav("Pricing 2nd ed.", "./?v=2", reordered=True)
+    old = extract(before, NAV_BP).data
+    res = heal(NAV_BP, before, old, after)
+    assert res.ok and res.blueprint is not None, res.reason
+    assert res.blueprint.fields == NAV_BP.fields, res.reason
+    got = extract(after, res.blueprint).data
+    assert (got["current"], got["current_href"]) == ("Pricing 2nd ed.", "./?v=2")

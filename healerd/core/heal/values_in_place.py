@@ -99,4 +99,9 @@ def kept_in_place(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Pag
             continue  # the heal reads other values than the old ones: not a copy of them
         if _in_place(spec, old_bp, new_bp, before, after, [r.get(name) for r in rows]):
             out.append(name)
+    # A field read from the same node as one kept (a link's text and its href) was moved with it:
+    # it goes back with it.
+    moved = {(old_bp.fields[n].css, new_bp.fields[n].css) for n in out}
+    out += [n for n, spec in old_bp.fields.items() if n not in out and n in new_bp.fields
+            and (spec.css, new_bp.fields[n].css) in moved]
     return out
