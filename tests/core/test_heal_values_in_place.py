@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.builtin import heal
@@ -138,3 +140,31 @@ def test_a_field_read_from_the_same_node_goes_back_with_the_field_kept():
     assert res.blueprint.fields == NAV_BP.fields, res.reason
     got = extract(after, res.blueprint).data
     assert (got["current"], got["current_href"]) == ("Pricing 2nd ed.", "./?v=2")
+
+
+# The admin index again, the model link read by its class, which the redesign renamed.
+LINK_BP = Blueprint(items="div.app-shop table tr", fields={
+    "model": FieldSpec("model", "th a.model-link"),
+    "list_url": FieldSpec("list_url", "th a.model-link", attr="href"),
+})
+
+
+def test_copies_the_last_good_page_already_had_are_not_the_new_home():
+    """The model links' class renamed and their values changed: only the Change links still say the old URLs."""
+    before = BEFORE.replace("<th scope='row'><a ", "<th scope='row'><a class='model-link' ")
+    after = AFTER.replace("<th scope='row'><a ", "<th scope='row'><a class='ModelLink_x3' ")
+    old = extract(before, LINK_BP).data
+    res = heal(LINK_BP, before, old, after)
+    assert not res.ok, res.reason
+    assert "copies the last good page had" in res.reason
+
+
+def test_a_copy_the_redesign_dropped_does_not_stop_a_heal():
+    """The model links' class renamed, values kept, and the Change links gone: one carrier fewer, a true move."""
+    before = BEFORE.replace("<th scope='row'><a ", "<th scope='row'><a class='model-link' ")
+    after = BEFORE.replace("<th scope='row'><a ", "<th scope='row'><a class='ModelLink_x3' ").replace("class='changelink'", "hidden")
+    after = re.sub(r"<td><a href='[^']*' hidden>Change</a></td>", "", after)
+    old = extract(before, LINK_BP).data
+    res = heal(LINK_BP, before, old, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data == old

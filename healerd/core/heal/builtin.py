@@ -30,7 +30,7 @@ from healerd.core.heal.placeholder import placeholder_field
 from healerd.core.heal.single_record import (
     _heal_single,
 )
-from healerd.core.heal.values_in_place import kept_in_place
+from healerd.core.heal.values_in_place import kept_in_place, stale_copies
 
 __all__ = ["HealResult", "heal"]
 
@@ -64,6 +64,9 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         kept = kept_in_place(blueprint, res.blueprint, before, after, old.raw, got)
         if kept:
             res, got = _keep_in_place(blueprint, res, kept, after, now.raw)
+        elif stale := stale_copies(blueprint, res.blueprint, before, after, old.raw, got):
+            why = "its old values are left only in copies the last good page had besides it: changed in place"
+            return HealResult(False, None, f"cannot heal: {stale[0]} ({why})", {})
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden

@@ -12,12 +12,17 @@ stale. `kept_in_place` names such fields so that the heal keeps their old select
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.core.heal.evidence import value_kind
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.evidence import is_weak, value_kind
+from healerd.core.heal.fingerprint import Page, fingerprint, similarity
 
 # On a single record the path is read from the node up this many levels (the record's own
 # container is not known; a wrapper added far above the field does not count against it).
 SINGLE_LEVELS = 3
+# Look-alikes of the old node weighed at most (the nodes of its tag, in document order).
+LOOK_ALIKES = 400
+# How much more like the old node the look-alike must be than the heal's node (the carriers of the old
+# value already fell by one: the field's node changed).
+LOOK_MARGIN = 0.05
 
 
 def _tag_path(page: Page, container: int, i: int, limit: int) -> tuple[str, ...]:
@@ -105,3 +110,59 @@ def kept_in_place(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Pag
     out += [n for n, spec in old_bp.fields.items() if n not in out and n in new_bp.fields
             and (spec.css, new_bp.fields[n].css) in moved]
     return out
+
+
+def _carriers(page: Page, value: str, attr: str | None) -> int:
+    """How many innermost elements carry `value` (a wrapper with the same text is not one more)."""
+    hits = page.exact(value, attr)
+    return sum(1 for k, i in enumerate(hits) if not (k + 1 < len(hits) and page.contains(i, hits[k + 1])))
+
+
+def stale_copies(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page,
+                 old_raw: dict | list[dict], new_raw: dict | list[dict]) -> list[str]:
+    """The fields the heal reads from copies the last good page already had besides the field.
+
+    The heal found a field's old values again; but on the last good page each of them was carried
+    by more places than now, one fewer: the field's own node changed its value, and what is left
+    are the copies it always had (a permalink repeating a post's URL, a "Next: Changelog" link
+    repeating a table of contents' entry). A copy then is a copy still, not the field's new home.
+    """
+    rows = old_raw if isinstance(old_raw, list) else [old_raw]
+    got = new_raw if isinstance(new_raw, list) else [new_raw]
+    out = []
+    for name, spec in old_bp.fields.items():
+        now = new_bp.fields.get(name)
+        if now is None or (now.css, now.attr) == (spec.css, spec.attr) and new_bp.items == old_bp.items:
+            continue
+        values = [v for g in got if isinstance(v := g.get(name), str) and not is_weak(v)]
+        if not values or len(values) != len(got):
+            continue
+        olds = {r.get(name) for r in rows}
+        if not all(v in olds and 0 < _carriers(after, v, spec.attr) < _carriers(before, v, spec.attr) for v in values):
+            continue
+        if _look_alike_changed(spec, now, old_bp, new_bp, before, after, values):
+            out.append(name)
+    return out
+
+
+def _look_alike_changed(spec: FieldSpec, now: FieldSpec, old_bp: Blueprint, new_bp: Blueprint, before: Page,
+                        after: Page, values: list) -> bool:
+    """In the first record, a node clearly more like the old node than the heal's, saying another value
+    of the old kind: the field's node, its value changed (else a copy dropped by the redesign)."""
+    assert spec.css is not None and now.css is not None
+    olds, news = _containers(before, old_bp.items), _containers(after, new_bp.items)
+    if not olds or not news:
+        return False
+    o, h = before.first_in(olds[0], spec.css), after.first_in(news[0], now.css)
+    if o is None or h is None:
+        return False
+    want = values[0]
+    fp = fingerprint(before, o, want)
+    mine = similarity(fp, after, h, want)
+    best = 0.0
+    for i in after.by_tag.get(before.tags[o], [])[:LOOK_ALIKES]:
+        got = after.value(i, spec.attr)
+        if i == h or not got or got == want or value_kind(got) != value_kind(want):
+            continue
+        best = max(best, similarity(fp, after, i, got))
+    return best >= mine + LOOK_MARGIN
