@@ -168,3 +168,28 @@ def test_a_copy_the_redesign_dropped_does_not_stop_a_heal():
     res = heal(LINK_BP, before, old, after)
     assert res.ok, res.reason
     assert extract(after, res.blueprint).data == old
+
+
+# An admin list page: the active menu entry (the view) and the active tab (the count), both `li.active a`.
+MENU_BP = Blueprint(fields={
+    "count": FieldSpec("count", "ul.actions-nav li.active a"),
+    "view": FieldSpec("view", "ul.nav li.active a"),
+})
+
+
+def menu(count: str, view_in_menu: bool) -> str:
+    view = "<a href='/admin/product/'>Products</a>" if view_in_menu else ""
+    footer = "" if view_in_menu else "<footer><p>Posted by <a href='/admin/product/'>Products</a></p></footer>"
+    return ("<html><body><div class='navbar'><ul class='nav'><li><a href='/admin/'>Home</a></li>"
+            f"<li class='active'>{view}</li></ul></div><div class='container'><ul class='nav nav-tabs actions-nav'>"
+            f"<li class='active'><a href='#'>{count}</a></li><li><a href='/admin/product/new/'>Create</a></li></ul>"
+            f"<table><tr><td>Claw hammer</td></tr></table></div>{footer}</body></html>")
+
+
+def test_a_selector_slid_onto_another_fields_node_is_no_change_in_place():
+    """The view's menu entry emptied (moved into the footer): `ul.nav li.active a` now reads the count's tab."""
+    before, after = Page(menu("List (7)", True)), Page(menu("List (8)", False))
+    old = extract(before.tree, MENU_BP).raw
+    moved = Blueprint(fields={**MENU_BP.fields, "view": FieldSpec("view", "footer a")})
+    assert extract(after.tree, MENU_BP).raw["view"] == "List (8)"
+    assert kept_in_place(MENU_BP, moved, before, after, old, extract(after.tree, moved).raw) == []

@@ -44,6 +44,22 @@ def _same_place(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
     return all(tag in rest for tag in old[1:])
 
 
+def _others_nodes(spec: FieldSpec, old_bp: Blueprint, new_bp: Blueprint, page: Page, container: int) -> set[int]:
+    """The nodes the other fields read in this record, by their old selectors or their repaired ones
+    (a field read from the same node by the same old selector, a link's href beside its text, is no other)."""
+    out = set()
+    for name, other in old_bp.fields.items():
+        if other.css is None or other.css == spec.css:
+            continue
+        repaired = new_bp.fields.get(name)
+        for css in {other.css, repaired.css if repaired is not None else None} - {None}:
+            assert css is not None
+            i = page.first_in(container, css)
+            if i is not None:
+                out.add(i)
+    return out
+
+
 def _record_values(page: Page, container: int, attr: str | None) -> set[str]:
     """Every value the record's nodes gave (their texts, or the attribute read)."""
     out = set()
@@ -85,6 +101,8 @@ def _in_place(spec: FieldSpec, old_bp: Blueprint, new_bp: Blueprint, before: Pag
             return False  # another node of the record now matched (a class it was told apart by renamed)
         if got in _record_values(before, oc, spec.attr):
             return False  # a value the old record already had elsewhere: the selector slid onto it
+        if n in _others_nodes(spec, old_bp, new_bp, after, nc):
+            return False  # another field's node (a column reordered, the field's own node emptied)
         changed += got != want
     # At least one value changed in place (the others read the old value there, as the copy does).
     return changed > 0
