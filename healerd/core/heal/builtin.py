@@ -12,6 +12,7 @@ margin) are refused: a refusal is a right answer, a wrong value is the worst.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import Blueprint
@@ -29,6 +30,7 @@ from healerd.core.heal.placeholder import placeholder_field
 from healerd.core.heal.single_record import (
     _heal_single,
 )
+from healerd.core.heal.values_in_place import kept_in_place, stale_copies
 
 __all__ = ["HealResult", "heal"]
 
@@ -59,12 +61,34 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
     if res.ok and res.blueprint is not None:
         if got is None:
             got = now.raw if res.blueprint is blueprint else extract_on(after, res.blueprint).raw
+        kept = kept_in_place(blueprint, res.blueprint, before, after, old.raw, got)
+        if kept:
+            res, got = _keep_in_place(blueprint, res, kept, after, now.raw)
+        elif stale := stale_copies(blueprint, res.blueprint, before, after, old.raw, got):
+            why = "its old values are left only in copies the last good page had besides it: changed in place"
+            return HealResult(False, None, f"cannot heal: {stale[0]} ({why})", {})
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden
             details = {**res.details, name: {**res.details.get(name, {}), "status": "gone", "why": why}}
             return HealResult(False, None, f"cannot heal: {name} ({why})", {}, details=details)
     return res
+
+
+def _keep_in_place(bp: Blueprint, res: HealResult, kept: list[str], after: Page, now: Any) -> tuple[HealResult, Any]:
+    """The heal with the fields whose values changed in place read by their old selectors again."""
+    assert res.blueprint is not None
+    why = f"values changed in place: {', '.join(kept)} still read by the old selector"
+    fields = {**res.blueprint.fields, **{n: bp.fields[n] for n in kept}}
+    if fields == bp.fields and res.blueprint.items == bp.items:
+        return HealResult(True, bp, f"the blueprint still works: {why}", {}, unchanged=True, confidence=1.0), now
+    new_bp = replace(res.blueprint, fields=fields)
+    changed = {k: v for k, v in res.changed.items() if k not in kept}
+    head, sep, tail = res.reason.rpartition(" (confidence")
+    parts = [p for p in (head if sep else res.reason).split("; ") if p.split(" ", 1)[0].rstrip(":") not in kept]
+    reason = "; ".join([*parts, why]) + (sep + tail if sep else "")
+    res = replace(res, blueprint=new_bp, changed=changed, reason=reason)
+    return res, extract_on(after, new_bp).raw
 
 
 def _newly_torn(bp: Blueprint, before: Page, after: Page) -> str | None:
