@@ -337,3 +337,23 @@ def test_a_record_whose_values_changed_is_not_left_out_as_a_look_alike():
     if res.ok:
         assert len(extract(after, res.blueprint).data) == 3, res.changed
     assert ":not(" not in str(res.changed)
+
+
+STOCK = [("Claw hammer with fibreglass grip", "3"), ("Adjustable wrench, 250 mm", "12"),
+         ("Cordless drill driver 18 V", "7"), ("Set of six precision screwdrivers", "5"),
+         ("Folding utility knife", "9"), ("Spirit level, 600 mm aluminium", "4")]
+
+
+def test_short_values_found_again_only_in_unlike_unlabelled_nodes_are_refused():
+    """A table turned into cards; the stock counts are gone, and the same small numbers now
+    count reviews in an `<em>` of another part of each card. Short values in nodes unlike the
+    old cell, named by no label of the old column: a coincidence, not the field."""
+    before = _page("<table class='stock'>" + "".join(
+        f"<tr class='row'><td class='name'>{n}</td><td class='qty'>{q}</td></tr>" for n, q in STOCK) + "</table>")
+    after = _page("<div class='grid'>" + "".join(
+        f"<div class='card'><h3 class='title'>{n}</h3><p class='meta'><em>{q}</em> reviews</p></div>"
+        for n, q in STOCK) + "</div>")
+    bp = _bp({"name": ("td.name", "str"), "qty": ("td.qty", "int")}, items="table.stock tr.row")
+    res = heal(bp, before, extract(before, bp).data, after)
+    assert not res.ok, res.reason
+    assert "qty" in res.reason and "unlike places" in res.reason
