@@ -117,11 +117,18 @@ def call(socket_path: str, op: str, args: dict | None = None, timeout: float = 3
     request = protocol.encode({"op": op, "args": args or {}})
     deadline = time.monotonic() + timeout
     pause = RETRY_FIRST_PAUSE
+    error: Exception | None = None
     while True:
         try:
             response = _exchange(path, request, deadline, timeout)
         except _QueueFull as full:
-            error: Exception = full.error
+            error = full.error
+        except DaemonUnreachable:
+            # A try after a `busy` (or a full queue) whose answer the deadline cut off: the daemon
+            # was full, and that is what the caller is told, not "no answer".
+            if error is not None and time.monotonic() >= deadline:
+                raise error from None
+            raise
         else:
             if response.get("ok") is True:
                 return response.get("result")

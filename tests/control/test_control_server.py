@@ -542,3 +542,35 @@ def test_default_paths(monkeypatch, tmp_path):
     assert default_socket_path() == "/tmp/x.sock"
     assert default_socket_path("/tmp/y.sock") == "/tmp/y.sock"
     assert client_socket_path("/tmp/z.sock") == "/tmp/z.sock"
+
+
+def test_a_retry_after_busy_cut_off_by_the_deadline_reports_busy(tmp_path):
+    """The first try is answered `busy`; the retry is accepted but never answered before the
+    deadline. The daemon was full: the caller is told `busy`, not "no answer"."""
+    path = str(tmp_path / "cut.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(8)
+    held: list[socket.socket] = []
+
+    def serve():
+        first, _ = srv.accept()
+        first.sendall(protocol.encode({"ok": False, "error": {"code": "busy", "message": "full"}}))
+        first.close()
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)   # accepted, read never, answered never
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(ControlError) as err:
+            call(path, "ping", {}, timeout=0.5)
+        assert err.value.code == "busy"
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
