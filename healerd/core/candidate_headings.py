@@ -39,6 +39,7 @@ def candidate_relabelled(production: Blueprint, before_html: str, old_records: A
         scopes.append(items[0] if items else None)
     if scopes[0] is None or scopes[1] is None:
         return None
+    known: set[str] | None = None
     for name, spec in candidate.fields.items():
         old_spec = production.fields.get(name)
         value = _norm(new_rows[0].get(name))
@@ -46,6 +47,31 @@ def candidate_relabelled(production: Blueprint, before_html: str, old_records: A
                 or value == _norm(old_rows[0].get(name)):
             continue
         was, now = heading_of(_first(scopes[0], old_spec.css)[1]), heading_of(_first(scopes[1], spec.css)[1])
+        # Another column only when the new heading named a place of its own on the last good page
+        # too: a header merely reworded ("Module" -> "File") is the same column renamed.
         if was and now and _renamed(was, now):
+            if known is None:
+                known = old_headings(scopes[0])
+            if now not in known:
+                continue
             return f"{name} would read the value under {now!r} where it read {was!r} (e.g. {value[:40]!r})"
     return None
+
+
+MAX_HEADING_NODES = 5000   # a single-record page is read whole: bounded on a huge one
+
+
+def old_headings(scope: LexborNode | LexborHTMLParser) -> set[str]:
+    """The headings naming places inside the last good page's first record (its first
+    MAX_HEADING_NODES elements)."""
+    root = scope.root if isinstance(scope, LexborHTMLParser) else scope
+    if root is None:
+        return set()
+    found: set[str] = set()
+    for i, node in enumerate(root.traverse(include_text=False)):
+        if i >= MAX_HEADING_NODES:
+            break
+        h = heading_of(node)
+        if h:
+            found.add(h)
+    return found

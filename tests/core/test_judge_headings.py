@@ -8,7 +8,7 @@ from healerd.core.blueprint import from_dict
 from healerd.core.candidate_headings import candidate_relabelled
 from healerd.core.extract import extract
 from healerd.core.judge import PROMOTE, STAGE, judge
-from tests.support.driftpages import PRICES_BP, pricelist
+from tests.support.driftpages import GEAR, PRICES_BP, pricelist
 
 
 def bp_of(d: dict):
@@ -47,3 +47,18 @@ def test_a_renamed_heading_over_the_same_values_is_no_move():
     good = extract(pricelist(), PRODUCTION).data
     renamed = pricelist().replace("<th>Brand</th>", "<th>Maker</th>")
     assert candidate_relabelled(PRODUCTION, pricelist(), good, PRODUCTION, renamed, good) is None
+
+
+def test_a_column_whose_header_was_reworded_is_not_another_column():
+    """The Brand column's header now says "Maker" (and the brands changed): the field reads the same
+    column renamed, not a place the last good page named otherwise — nothing to stage for."""
+    before = pricelist()
+    rows = [(r[0], f"{r[1]} Works", r[2], r[3]) for r in GEAR]
+    after = pricelist(rows=rows).replace("<th>Brand</th>", "<th>Maker</th>")
+    good = extract(before, PRODUCTION).data
+    new = extract(after, PRODUCTION).data
+    assert new[0]["brand"] != good[0]["brand"]
+    assert candidate_relabelled(PRODUCTION, before, good, PRODUCTION, after, new) is None
+    # the same page where "Maker" was already another column's header on the last good page is staged
+    before_maker = pricelist().replace("<th>Category</th>", "<th>Maker</th>")
+    assert candidate_relabelled(PRODUCTION, before_maker, good, PRODUCTION, after, new) is not None
