@@ -39,6 +39,7 @@ from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract, item_nodes, parse_html
 from healerd.core.headings import _cell, _text, heading_of
 from healerd.core.heal.builtin import heal
+from healerd.core.heal.placeholder import PLACEHOLDER, WALL
 from healerd.core.validate import value_shape
 
 _DIGITS = re.compile(r"\d+")
@@ -48,22 +49,10 @@ _MIN_ALIKE_ROWS = 2       # last good rows needed before "alike" means anything
 _SAMPLE_HEAD = 12         # items whose full shape is in the locus: the first ones...
 _SAMPLE_TAIL = 4          # ...and the last ones
 
-# What a page shows where it hides or lacks a value: judged only where the last good value had a
-# shape (a number, URL or date), so a text field that says "N/A" is left alone.
-PLACEHOLDER = re.compile(
-    r"^\s*(?:[-\u2010-\u2015\u2212*?]+|n/?a|none|null|tbd|tba|unknown|unavailable|not available|"
-    r"(?:please\s+)?(?:log\s*in|sign\s*in|sign\s*up|register|subscribe)(?:\s+(?:now|first|to continue))?|"
-    r".*\b(?:log\s*in|sign\s*in|sign\s*up|register|subscribe|members?)\b.*\b(?:to|for)\s+"
-    r"(?:see|view|show|get|unlock|reveal|pricing|prices?|the price)\b.*|"
-    r"(?:see|view|show) (?:price|details) .*|call for (?:price|pricing)|price on request|ask for (?:a )?price|"
-    r"members? only|subscribers? only|coming soon|hidden|\.\.\.|\u2026)\s*$", re.IGNORECASE)
-# The placeholders no text says by chance: a wall asking to log in, sign up or subscribe. Judged on
-# any field (a name field saying "Sign in to view" is no name); the others only where a shape was.
-WALL = re.compile(
-    r"^\s*(?:(?:please\s+)?(?:log\s*in|sign\s*in|sign\s*up|register|subscribe)(?:\s+(?:now|first|to continue))?|"
-    r".*\b(?:log\s*in|sign\s*in|sign\s*up|register|subscribe|members?)\b.*\b(?:to|for)\s+"
-    r"(?:see|view|show|get|unlock|reveal|read|pricing|prices?|the price)\b.*|members? only|subscribers? only)\s*$",
-    re.IGNORECASE)
+# What a page shows where it hides or lacks a value (PLACEHOLDER: judged only where the last good
+# value had a shape, so a text field that says "N/A" is left alone) and the walls no text says by
+# chance (WALL: judged on any field): one list, the healer's, so a heal and the drift check refuse
+# the same phrases.
 
 
 def _token(node: LexborNode) -> str:
