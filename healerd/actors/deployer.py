@@ -177,7 +177,8 @@ class Deployer(ServiceActor):
         counts = json.loads(src["item_counts"] or "[]")
         verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged,
-                        status=page.status, confidence=msg.confidence, last_good_html=good["html"] if good else None)
+                        status=page.status, confidence=msg.confidence,
+                        relabelled=self._relabelled(production, good, candidate, page.text, cand_ex))
         if verdict.action == REJECT and msg.page_html and msg.page_html != page.text:
             merged = self._merge_layouts(msg, candidate, production, prod_ex, page, counts, good, flagged, version)
             if merged is not None:
@@ -203,6 +204,18 @@ class Deployer(ServiceActor):
         except Exception as exc:
             self.registry.write(Ledger.reject_version, name, version, f"the promotion failed: {exc}", validation)
             raise
+
+    def _relabelled(self, production, good, candidate, html: str, cand_ex) -> str | None:
+        """Does the candidate read a field from under another heading than the last good page's?
+        Its selectors are evaluated in the trial worker (they are nobody's own); a check that cannot
+        finish there holds the candidate for a person rather than let it through unchecked."""
+        if not good or not good["html"] or good["records"] is None:
+            return None
+        try:
+            return self.bounded("candidate_relabelled", production, good["html"], good["records"], candidate, html,
+                                cand_ex.data)
+        except Exception as exc:
+            return f"the headings of its places could not be compared ({getattr(exc, 'reason', None) or exc})"
 
     def _merge_layouts(self, msg: Deploy, candidate: Blueprint, production: Blueprint, prod_ex, page, counts, good,
                        flagged: bool, version: int) -> dict | None:

@@ -78,10 +78,13 @@ def _core_call(name: str) -> Callable[..., Any]:
     if name in ("drift_reason", "page_drift", "page_locus"):
         from healerd.core import drift
         return getattr(drift, name)
+    if name == "candidate_relabelled":
+        from healerd.core.candidate_headings import candidate_relabelled
+        return candidate_relabelled
     raise ValueError(f"no such page check: {name!r}")
 
 
-CALLS = ("heal", "gone_fields", "drift_reason", "page_drift", "page_locus")
+CALLS = ("heal", "gone_fields", "drift_reason", "page_drift", "page_locus", "candidate_relabelled")
 
 
 @dataclass(frozen=True)

@@ -138,12 +138,15 @@ def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
 def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction, html: str, *,
           production_ex: Extraction | None = None, recent_counts: list[int] | None = None,
           last_good: Any = None, flagged_for_review: bool = False, status: int = 200,
-          confidence: float | None = None, last_good_html: str | None = None) -> Verdict:
+          confidence: float | None = None, last_good_html: str | None = None,
+          relabelled: str | None = None) -> Verdict:
     """Decide promote / stage / reject for a candidate extraction on the live page.
 
     `confidence` is the healer's own (0..1, None when it gives none); below LOW_CONFIDENCE a
     candidate that passes everything else waits in staging for `healerctl approve`.
-    `last_good_html`: the page the last good records came from (their headings are compared)."""
+    `last_good_html`: the page the last good records came from (their headings are compared here);
+    `relabelled`: that comparison's answer already worked out where untrusted selectors may run
+    (the Deployer asks the trial worker: `candidate_headings.candidate_relabelled`)."""
     held = never_auto_apply(production, candidate)
     result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
                       status=status)
@@ -192,8 +195,9 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
     missed = left_out(candidate, data, last_good, html)
     if missed:
         return Verdict(STAGE, missed, result)
-    moved = candidate_relabelled(production, last_good_html, last_good, candidate, html, data) \
-        if last_good_html and last_good is not None else None
+    moved = relabelled
+    if moved is None and last_good_html and last_good is not None:
+        moved = candidate_relabelled(production, last_good_html, last_good, candidate, html, data)
     if moved:
         return Verdict(STAGE, f"{moved}: promotion waits for a person (healerctl approve)", result)
     if flagged_for_review:

@@ -154,3 +154,20 @@ def test_the_cores_page_checks_run_in_the_worker_by_name_only(trials):
     with pytest.raises(TooSlow):   # the drift locus reads production's selectors on the page: bounded too
         trials.call("page_locus", DEEP, SLOW_BP)
     assert victim not in trials.pids()
+
+
+def test_the_deployers_headings_check_runs_in_the_worker(trials):
+    """A candidate's selectors on the live page and the last good one, judged by headings: in the
+    worker, the same answer as in process (a remembered fix reading another column)."""
+    from healerd.core.candidate_headings import candidate_relabelled
+    from healerd.core.extract import extract
+    from tests.support.driftpages import PRICES_BP, pricelist
+
+    production = from_dict(dict(PRICES_BP, url="http://127.0.0.1/prices"))
+    remembered = from_dict(dict(PRICES_BP, url="http://127.0.0.1/prices",
+                                fields=dict(PRICES_BP["fields"], price={"css": "td:nth-child(3)", "type": "float"})))
+    before, after = pricelist(), pricelist(drop="Brand")
+    args = (production, before, extract(before, production).data, remembered, after, extract(after, remembered).data)
+    answer = trials.call("candidate_relabelled", *args)
+    assert answer == candidate_relabelled(*args)
+    assert answer.startswith("brand would read the value under 'Category'")
