@@ -12,7 +12,8 @@ Some candidates are never auto-applied and are kept in staging for a person
 to another host; a listing that leaves out last good records the page still shows
 (`left_out`); a candidate its healer was not confident in (below LOW_CONFIDENCE: the
 values changed along with the layout, so the repair rests on structure and labels rather
-than on the old values found again); a candidate one of whose fields gives a new value from
+than on the old values found again) unless it reads every last good record back whole
+(`reads_last_good_whole`: the old values found again after all); a candidate one of whose fields gives a new value from
 under another heading (column header, dt/th/label) than production read on the last good page
 (`candidate_headings.candidate_relabelled`: a remembered fix for another dropped column); and any candidate
 while the source is flagged for review.
@@ -113,6 +114,32 @@ def left_out(candidate: Blueprint, data: Any, last_good: Any, html: str) -> str 
             f"(e.g. {missed[0][:40]!r}): promotion waits for a person (healerctl approve)")
 
 
+def _cell(v: Any) -> Any:
+    return " ".join(v.split()) if isinstance(v, str) else v
+
+
+def reads_last_good_whole(data: Any, last_good: Any) -> bool:
+    """The candidate gives back every last good record whole on the live page: as many records,
+    in the same order, every field the same value (whitespace aside), and at least one value that
+    is not empty. Evidence that outweighs a healer's low confidence: that confidence is low when the
+    repair rests on structure and labels because the values changed with the layout; a candidate
+    that reads all the old values back did find them again. A page whose data changed since the
+    last good scrape never passes this, and the candidate waits for a person as before."""
+    if isinstance(data, dict) and isinstance(last_good, dict):
+        data, last_good = [data], [last_good]
+    if not (isinstance(data, list) and isinstance(last_good, list) and last_good and len(data) == len(last_good)):
+        return False
+    filled = False
+    for new, old in zip(data, last_good):
+        if not (isinstance(new, dict) and isinstance(old, dict)) or set(new) != set(old):
+            return False
+        for name, value in old.items():
+            if _cell(new[name]) != _cell(value):
+                return False
+            filled = filled or value not in (None, "")
+    return filled
+
+
 def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
     """Why a candidate must wait for a person, or None."""
     if set(candidate.fields) != set(production.fields):
@@ -204,6 +231,9 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
         return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
                               "(healerctl approve)", result)
     if confidence is not None and confidence < LOW_CONFIDENCE:
+        if reads_last_good_whole(data, last_good):
+            return Verdict(PROMOTE, f"validated on the live page; the healer's confidence was low ({confidence:.2f}) "
+                                    f"but the candidate reads every last good record back whole", result)
         return Verdict(STAGE, f"low-confidence repair ({confidence:.2f} < {LOW_CONFIDENCE:.2f}: found by structure "
                               f"and labels, not by the old values): promotion waits for a person (healerctl approve)",
                        result)

@@ -9,7 +9,17 @@ import pytest
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
-from healerd.core.judge import LOW_CONFIDENCE, PROMOTE, REJECT, STAGE, Verdict, judge, never_auto_apply, value_shape
+from healerd.core.judge import (
+    LOW_CONFIDENCE,
+    PROMOTE,
+    REJECT,
+    STAGE,
+    Verdict,
+    judge,
+    never_auto_apply,
+    reads_last_good_whole,
+    value_shape,
+)
 
 URL = "http://shop.example/catalog"
 
@@ -337,15 +347,46 @@ def test_a_source_flagged_for_review_stages_a_good_candidate():
     assert run(bp(price={"css": ".nope", "type": "float"}), new_page(), flagged_for_review=True).action == REJECT
 
 
+def repriced_page(n: int = 20) -> str:
+    """The redesign of new_page, and every price changed with it."""
+    return page([product(i, price_cls="cost").replace(f"${10 + i}.99", f"${20 + i}.49") for i in range(n)])
+
+
 def test_a_low_confidence_repair_is_staged_for_a_person():
-    v = run(FIXED, new_page(), confidence=LOW_CONFIDENCE - 0.01)
+    v = run(FIXED, repriced_page(), confidence=LOW_CONFIDENCE - 0.01)
     assert v.action == STAGE and "low-confidence" in v.reason and "healerctl approve" in v.reason
     assert f"{LOW_CONFIDENCE - 0.01:.2f}" in v.reason
     # at the threshold, above it, or with no confidence given (external healer, memory): promoted
     for conf in (LOW_CONFIDENCE, 0.95, None):
-        assert run(FIXED, new_page(), confidence=conf).action == PROMOTE, conf
+        assert run(FIXED, repriced_page(), confidence=conf).action == PROMOTE, conf
     # a low-confidence candidate that fails is rejected, not staged
     assert run(bp(price={"css": ".nope", "type": "float"}), new_page(), confidence=0.3).action == REJECT
+
+
+def test_a_low_confidence_repair_that_reads_every_last_good_record_back_whole_is_promoted():
+    # the old values all found again: the healer's low confidence is outweighed
+    v = run(FIXED, new_page(), confidence=0.5)
+    assert v.action == PROMOTE and "reads every last good record back whole" in v.reason and "0.50" in v.reason
+    # ... but not when one price of twenty changed, one record is missing, or nothing was read
+    one_repriced = new_page().replace("$15.99", "$16.49")
+    assert run(FIXED, one_repriced, confidence=0.5).action == STAGE
+    assert run(FIXED, new_page(19), confidence=0.5, counts=None).action == STAGE
+    assert run(FIXED, new_page(), confidence=0.5, last_good=None).action == STAGE
+
+
+@pytest.mark.parametrize("data, last_good, whole", [
+    ({"a": "x  y"}, {"a": "x y"}, True),                       # whitespace aside
+    ([{"a": "1"}, {"a": "2"}], [{"a": "2"}, {"a": "1"}], False),  # the same records out of order
+    ([{"a": "1"}], [{"a": "1"}, {"a": "1"}], False),
+    ([{"a": None}], [{"a": None}], False),                      # nothing read is no evidence
+    ([{"a": "1", "b": None}], [{"a": "1", "b": None}], True),
+    ([{"a": "1"}], [{"a": "1", "b": None}], False),            # another set of fields
+    ({"a": 3.5}, {"a": 3.5}, True),
+    ({"a": 3.5}, {"a": 3.25}, False),
+    ([], [], False),
+])
+def test_reads_last_good_whole(data, last_good, whole):
+    assert reads_last_good_whole(data, last_good) is whole
 
 
 # -- the helpers -------------------------------------------------------------------------------
