@@ -118,6 +118,16 @@ def _cell(v: Any) -> Any:
     return " ".join(v.split()) if isinstance(v, str) else v
 
 
+def _lost_distinction(production: list, candidate: list, last_good: list) -> bool:
+    """A field that no longer tells the records apart: the last good records had at least three
+    different values, production now gives at most half as many (it reads something the records
+    share: a group's heading, a file name) and the candidate gives as many as the last good did."""
+    if not (len(production) == len(candidate) == len(last_good)):
+        return False
+    kinds = [len({_cell(v) for v in vals if v not in (None, "")}) for vals in (production, candidate, last_good)]
+    return kinds[2] >= 3 and kinds[0] * 2 <= kinds[2] and kinds[1] >= kinds[2]
+
+
 def reads_last_good_whole(data: Any, last_good: Any) -> bool:
     """The candidate gives back every last good record whole on the live page: as many records,
     in the same order, every field the same value (whitespace aside), and at least one value that
@@ -213,6 +223,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
             if old_vals != new_vals:
                 if last_good is not None and new_vals == _field_values(last_good, name):
                     continue  # production drifted onto other content; the candidate gives back the last good values
+                if last_good is not None and _lost_distinction(old_vals, new_vals, _field_values(last_good, name)):
+                    continue  # production now reads something the records share; the candidate tells them apart again
                 problems.append(f"{name} worked under production and changes under the candidate")
 
     if problems:

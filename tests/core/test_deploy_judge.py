@@ -290,6 +290,22 @@ def test_a_candidate_may_restore_the_last_good_values_of_a_field_production_drif
     assert run(candidate, html, last_good=None).action == REJECT
 
 
+def test_a_field_that_no_longer_tells_the_records_apart_did_not_work():
+    # The redesign put a group link first: production's `a` now reads each record's group, and the
+    # records' own links moved one place on (and now name the release, so they are not the last good values).
+    groups = ["/g/a", "/g/a", "/g/a", "/g/b", "/g/b", "/g/b"]
+    html = page([f'<li class="product"><span class="name">Widget {i}</span><span class="price">${10 + i}.99</span>'
+                 f'<a href="{groups[i]}">group</a><a href="/v2/p/{i}">details</a></li>' for i in range(6)])
+    production = bp(link={"css": "a", "attr": "href"})
+    last_good = extract(old_page(6), PRODUCTION).data
+    moved = bp(link={"css": "a:nth-of-type(2)", "attr": "href"})
+    assert run(moved, html, production=production, last_good=last_good, counts=None).action == PROMOTE
+    # the fields that still tell the records apart keep their protection
+    v = run(bp(link={"css": "a:nth-of-type(2)", "attr": "href"}, name={"css": ".price"}), html,
+            production=production, last_good=last_good, counts=None)
+    assert v.action == REJECT and "name worked under production and changes under the candidate" in v.problems
+
+
 # -- stage: never auto-applied -----------------------------------------------------------------
 
 def test_a_candidate_that_drops_a_field_is_staged():
