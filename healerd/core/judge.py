@@ -13,7 +13,8 @@ to another host; a listing that leaves out last good records the page still show
 (`left_out`); a candidate its healer was not confident in (below LOW_CONFIDENCE: the
 values changed along with the layout, so the repair rests on structure and labels rather
 than on the old values found again) unless it reads every last good record back whole
-(`reads_last_good_whole`: the old values found again after all); a candidate one of whose fields gives a new value from
+(`reads_last_good_whole`: the old values found again after all; never a refusal's best guess,
+deployed with REFUSAL_GUESS); a candidate one of whose fields gives a new value from
 under another heading (column header, dt/th/label) than production read on the last good page
 (`candidate_headings.candidate_relabelled`: a remembered fix for another dropped column); and any candidate
 while the source is flagged for review.
@@ -34,6 +35,7 @@ from healerd.core.extract import Extraction
 from healerd.core.validate import URL_ATTRS, ValidationResult, is_url_reference, validate, value_shape
 
 LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
+REFUSAL_GUESS = 0.0       # the confidence a refusal's best guess is deployed with: it is never promoted
 
 PROMOTE = "promote"
 STAGE = "stage"
@@ -243,7 +245,7 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
         return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
                               "(healerctl approve)", result)
     if confidence is not None and confidence < LOW_CONFIDENCE:
-        if reads_last_good_whole(data, last_good):
+        if confidence > REFUSAL_GUESS and reads_last_good_whole(data, last_good):
             return Verdict(PROMOTE, f"validated on the live page; the healer's confidence was low ({confidence:.2f}) "
                                     f"but the candidate reads every last good record back whole", result)
         return Verdict(STAGE, f"low-confidence repair ({confidence:.2f} < {LOW_CONFIDENCE:.2f}: found by structure "

@@ -12,6 +12,7 @@ from healerd.core.extract import extract
 from healerd.core.judge import (
     LOW_CONFIDENCE,
     PROMOTE,
+    REFUSAL_GUESS,
     REJECT,
     STAGE,
     Verdict,
@@ -388,6 +389,8 @@ def test_a_low_confidence_repair_that_reads_every_last_good_record_back_whole_is
     assert run(FIXED, one_repriced, confidence=0.5).action == STAGE
     assert run(FIXED, new_page(19), confidence=0.5, counts=None).action == STAGE
     assert run(FIXED, new_page(), confidence=0.5, last_good=None).action == STAGE
+    # a refusal's best guess (two places carry the same values, say) is for a person, whatever it reads
+    assert run(FIXED, new_page(), confidence=REFUSAL_GUESS).action == STAGE
 
 
 @pytest.mark.parametrize("data, last_good, whole", [

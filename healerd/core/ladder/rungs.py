@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.diagnosis import DiagnosisContext
+from healerd.core.judge import REFUSAL_GUESS
 from healerd.core.ladder.ports import Attempt, FetchFailed, HealerClient, LadderPorts, LadderSettings, TrialTooSlow
 from healerd.core.routing import RELOCATED_NOTE, proposal, relocation_candidates, resembles_last_good
 from healerd.core.sanitize import mask_text
@@ -162,14 +163,15 @@ class Rungs:
 
     def best_guess(self, ctx: DiagnosisContext, att: Attempt) -> dict | None:
         """Nothing healed: the built-in healer's best guess of an ambiguous refusal, if it made one, is
-        staged (confidence 0: the judge never promotes it) for a person to approve in one command."""
+        staged (confidence REFUSAL_GUESS: the judge never promotes it) for a person to approve in one command."""
         if att.best_guess is None:
             return None
         candidate, refusal = att.best_guess
         att.best_guess = None
         if self.already_rejected(att, candidate):
             return None
-        res = self.deploy(att, candidate, "builtin", f"best guess of a refusal: {refusal}"[:500], 0.0)
+        res = self.deploy(att, candidate, "builtin", f"best guess of a refusal: {refusal}"[:500],
+                          REFUSAL_GUESS)
         att.tried.append(f"builtin: best guess {res['outcome']}: {res['reason']}")
         if res["outcome"] not in ("staged", "declined") or res.get("version") is None:
             return None
