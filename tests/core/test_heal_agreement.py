@@ -119,3 +119,13 @@ def test_relative_path_is_positions_not_tags():
     pa = relative_path(a, a.index_of(a.tree.css_first("b")), a.index_of(a.tree.css_first("i")))
     pb = relative_path(b, b.index_of(b.tree.css_first("em")), b.index_of(b.tree.css_first("u")))
     assert pa == pb == (2, (0, 0), (1, 0))
+
+
+def test_a_value_that_always_held_a_siblings_value_may_still_hold_it():
+    """The station names always began with the code (a signature carrying its name): no news, corroborated."""
+    bp = Blueprint(items=BP.items, fields={n: BP.fields[n] for n in ("code", "name")})
+    before = Page(table(ROWS, name_cell=lambda c, n: f"{c} {n}"))
+    after = Page(table(ROWS, box="x", name_cell=lambda c, n: f"{c} {n.lower()} gauge"))
+    candidate = Blueprint(items="div tbody tr", fields=bp.fields)
+    assert corroborated(bp, candidate, before, after, extract(before.tree, bp).raw,
+                        extract(after.tree, candidate).raw) == {"name": got_why("code")}

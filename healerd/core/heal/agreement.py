@@ -17,8 +17,8 @@ Two facts that the healer's scoring does not use together corroborate such a fie
 2. New text of the old kind. In every record the candidate's value is not empty, is text the last
    good page did not show anywhere (a neighbouring column, a decoy or a label kept from the old
    page is old text), has the same coarse kind as the old value (number, text, date, link), and
-   neither holds nor is held by another field's value in that record (a container or a label's
-   neighbour reads the siblings' text).
+   neither holds nor is held by another field's value in that record where the old values were
+   apart (a container or a label's neighbour reads the siblings' text).
 
 And the label that named the old node (a column header, a <label>, a <dt>), when the new node has
 one too, is the same: a new column in a dropped one's place is named otherwise.
@@ -103,6 +103,16 @@ def _relabelled(before: Page, old: int, after: Page, new: int) -> bool:
     return was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was != now
 
 
+def _nested(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and (a in b or b in a)
+
+
+def _newly_nested(value: str, was: str, other: str | None, other_was: str | None) -> bool:
+    """The field's value holds a sibling's value or is held by it, where the old ones were apart (a
+    signature that always carried the name is no news; a container or a label's neighbour is)."""
+    return _nested(value, other) and not _nested(was, other_was)
+
+
 def _norm(v: Any) -> str | None:
     s = collapse(v) if isinstance(v, str) else None
     return s or None
@@ -140,9 +150,8 @@ def corroborated(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
                 return None
             if value in old_text or value in old_attrs or value_kind(value) != value_kind(was):
                 return None      # old text (a neighbour's, a decoy's, a label's) or another kind of value
-            others = [v for n in names if n != name and (v := _norm(new.get(n))) is not None]
-            if any(v in value or value in v for v in others):
-                return None      # it reads a sibling field's text, or a sibling reads it
+            if any(_newly_nested(value, was, _norm(new.get(n)), _norm(old.get(n))) for n in names if n != name):
+                return None      # it reads a sibling field's text, or a sibling reads it, as it did not before
             before_node, after_node = old_nodes[name][k], new_nodes[name][k]
             if before_node is None or after_node is None:
                 return None
