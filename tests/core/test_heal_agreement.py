@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.agreement import CORROBORATED, corroborated, relative_path
+from healerd.core.heal.agreement import CORROBORATED, MAX_RECORDS, corroborated, relative_path
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.fingerprint import Page
 from healerd.core.judge import LOW_CONFIDENCE
@@ -129,3 +129,12 @@ def test_a_value_that_always_held_a_siblings_value_may_still_hold_it():
     candidate = Blueprint(items="div tbody tr", fields=bp.fields)
     assert corroborated(bp, candidate, before, after, extract(before.tree, bp).raw,
                         extract(after.tree, candidate).raw) == {"name": got_why("code")}
+
+
+def test_a_listing_longer_than_the_bound_keeps_its_own_confidence():
+    """Each value is looked for in the whole last good page: past MAX_RECORDS records that costs
+    seconds on a big page, so a long listing is not corroborated (it waits for a person as before)."""
+    many = [(f"S{k:03d}", f"Station {k}", f"{1 + k / 1000:.3f}", str(k)) for k in range(MAX_RECORDS + 1)]
+    renewed = [(c, n, f"{2 + k / 1000:.3f}", rd) for k, (c, n, _, rd) in enumerate(many)]
+    assert _check(table(renewed[:MAX_RECORDS], box="x"), "td:nth-child(3)", table(many[:MAX_RECORDS])) is not None
+    assert _check(table(renewed, box="x"), "td:nth-child(3)", table(many)) is None

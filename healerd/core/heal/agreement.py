@@ -39,6 +39,9 @@ from healerd.core.heal.fingerprint import Page, collapse
 # The Deployer's promotion threshold (core.judge.LOW_CONFIDENCE): a corroborated heal reaches it, no more.
 CORROBORATED = 0.75
 MIN_VALUE = 2          # characters a changed value needs before "new text" means anything
+# Every record's values are looked for in the whole last good page's text: on a listing longer than
+# this the check would cost seconds on a big page, and such a heal keeps its own confidence.
+MAX_RECORDS = 200
 
 Path = tuple[int, tuple[int, ...], tuple[int, ...]]
 
@@ -124,7 +127,8 @@ def corroborated(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
     structural alignment and new text of the old kind; None otherwise (nothing to raise)."""
     old_rows = old_raw if isinstance(old_raw, list) else [old_raw]
     new_rows = new_raw if isinstance(new_raw, list) else [new_raw]
-    if not old_rows or len(old_rows) != len(new_rows) or set(old_bp.fields) != set(new_bp.fields):
+    if not old_rows or len(old_rows) != len(new_rows) or len(old_rows) > MAX_RECORDS \
+            or set(old_bp.fields) != set(new_bp.fields):
         return None
     if not all(isinstance(r, dict) for r in (*old_rows, *new_rows)):
         return None
