@@ -113,12 +113,33 @@ def got_why(anchors: str) -> str:
     return f"corroborated: new values of the old kind, placed as before relative to {anchors}"
 
 
-def test_relative_path_is_positions_not_tags():
-    a = Page("<div><p><b>x</b></p><p><i>y</i></p></div>")
-    b = Page("<section><span><em>x</em></span><span><u>y</u></span></section>")
-    pa = relative_path(a, a.index_of(a.tree.css_first("b")), a.index_of(a.tree.css_first("i")))
-    pb = relative_path(b, b.index_of(b.tree.css_first("em")), b.index_of(b.tree.css_first("u")))
-    assert pa == pb == (2, (0, 0), (1, 0))
+def _path(html: str, anchor: str, node: str):
+    page = Page(html)
+    return relative_path(page, page.index_of(page.tree.css_first(anchor)), page.index_of(page.tree.css_first(node)))
+
+
+def test_relative_path_is_positions_not_tags_nor_wrappers():
+    a = _path("<div><p><b>x</b><s>z</s></p><p><i>y</i></p></div>", "b", "i")
+    assert a == _path("<section><span><em>x</em><s>z</s></span><span><u>y</u></span></section>", "em", "u")
+    assert a == ((0, 0), (1,))
+    # a wrapper around the value (an only child) is no other place; a sibling before it is
+    assert a == _path("<div><p><b>x</b><s>z</s></p><p><span><i>y</i></span></p></div>", "b", "i")
+    assert a != _path("<div><p><b>x</b><s>z</s></p><p><s>w</s><i>y</i></p></div>", "b", "i")
+
+
+def test_a_changed_value_wrapped_in_a_new_element_is_still_in_its_place():
+    wrapped = AFTER.replace("<td>3.26</td>", "<td><span>3.26</span></td>")
+    for lv in NEW_LEVELS[1:]:
+        wrapped = wrapped.replace(f"<td>{lv}</td>", f"<td><span>{lv}</span></td>")
+    assert set(_check(wrapped, "td:nth-child(3) span") or {}) == {"level"}
+    # the found field (an anchor) wrapped as well: more levels climbed to the row, the same places
+    wrapped = wrapped.replace("<td><a href=", "<td><span class='name'><a href=").replace("</a></td>", "</a></span></td>")
+    before, after = Page(BEFORE), Page(wrapped)
+    fields = {**BP.fields, "name": FieldSpec("name", "td:nth-child(2) span a"),
+              "level": FieldSpec("level", "td:nth-child(3) span", type="float")}
+    candidate = Blueprint(items="div tbody tr", fields=fields)
+    got = corroborated(BP, candidate, before, after, extract(before.tree, BP).raw, extract(after.tree, candidate).raw)
+    assert set(got or {}) == {"level"}
 
 
 def test_a_value_that_always_held_a_siblings_value_may_still_hold_it():

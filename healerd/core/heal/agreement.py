@@ -10,7 +10,8 @@ Two facts that the healer's scoring does not use together corroborate such a fie
 
 1. Structural alignment. The fields whose values were found again (every record, exactly) are
    anchors. On the last good page each anchor reached the changed field's old node by a path of
-   element positions (up to their common ancestor, then down by child index); on the current page
+   element positions (down from their common ancestor by child index, wrappers that are only
+   children left out); on the current page
    the same path from the same anchor must lead to the candidate's node, in every record and from
    every anchor. A field read from the column next door, from the record's container or from a
    label sits elsewhere relative to the anchors.
@@ -43,7 +44,7 @@ MIN_VALUE = 2          # characters a changed value needs before "new text" mean
 # this the check would cost seconds on a big page, and such a heal keeps its own confidence.
 MAX_RECORDS = 200
 
-Path = tuple[int, tuple[int, ...], tuple[int, ...]]
+Path = tuple[tuple[int, ...], tuple[int, ...]]
 
 
 def _roots(page: Page, bp: Blueprint) -> list[int]:
@@ -76,27 +77,29 @@ def _nodes(page: Page, roots: list[int], spec: FieldSpec) -> list[int | None]:
 
 
 def _down(page: Page, top: int, i: int) -> tuple[int, ...]:
-    """Child positions from `top` down to i (i inside top's subtree)."""
+    """Child positions from `top` down to i (i inside top's subtree); a step into an only child (a
+    wrapper added or removed around a field) is no position and is left out."""
     steps = []
     while i != top:
         p = page.parent[i]
-        steps.append(page.children[p].index(i))
+        sibs = page.children[p]
+        if len(sibs) > 1:
+            steps.append(sibs.index(i))
         i = p
     return tuple(reversed(steps))
 
 
 def relative_path(page: Page, anchor: int, node: int) -> Path:
-    """Where `node` sits seen from `anchor`: levels up to their common ancestor, the child positions
-    down from it to the anchor and to the node. Tags and classes are left out on purpose: a
-    redesign renames them, a field's place among its siblings is what the alignment compares."""
-    ups = 0
+    """Where `node` sits seen from `anchor`: the child positions down from their common ancestor to
+    the anchor and to the node. Tags and classes are left out on purpose, and so are the levels
+    climbed and the steps into only children: a redesign renames tags and classes and adds wrappers;
+    a field's place among its siblings is what the alignment compares."""
     top = anchor
     while not page.contains(top, node):
         top = page.parent[top]
-        ups += 1
         if top < 0:
-            return (-1, (), ())
-    return (ups, _down(page, top, anchor), _down(page, top, node))
+            return ((-1,), ())
+    return (_down(page, top, anchor), _down(page, top, node))
 
 
 def _relabelled(before: Page, old: int, after: Page, new: int) -> bool:
