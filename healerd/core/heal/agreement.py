@@ -11,9 +11,8 @@ Two facts that the healer's scoring does not use together corroborate such a fie
 1. Structural alignment. The fields whose values were found again (every record, exactly) are
    anchors. On the last good page each anchor reached the changed field's old node by a path of
    element positions (down from their common ancestor by child index, wrappers that are only
-   children left out); on the current page
-   the same path from the same anchor must lead to the candidate's node, in every record and from
-   every anchor. A field read from the column next door, from the record's container or from a
+   children left out); on the current page the same path from the same anchor must lead to the
+   candidate's node, in every record and from every anchor. A field read from the column next door, from the record's container or from a
    label sits elsewhere relative to the anchors.
 2. New text of the old kind. In every record the candidate's value is not empty, is text the last
    good page did not show anywhere (a neighbouring column, a decoy or a label kept from the old
