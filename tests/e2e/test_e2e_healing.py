@@ -202,7 +202,8 @@ def _form(rows: str) -> str:
 
 
 def test_a_low_confidence_builtin_heal_waits_in_staging_for_approval(site, daemon_factory, tmp_path):
-    # the price changed along with the layout: only its label still names it, so the built-in
+    # the price changed along with the layout and now comes after the stock: only its label still
+    # names it (nothing places it as before beside the stock found again), so the built-in
     # healer's candidate is low-confidence and must not reach production unseen
     bp = {"every": "1s", "fields": {"price": {"css": "div.row input#id_price", "attr": "value", "type": "float"},
                                     "stock": {"css": "input#id_stock", "attr": "value", "type": "int"}}}
@@ -213,9 +214,9 @@ def test_a_low_confidence_builtin_heal_waits_in_staging_for_approval(site, daemo
     r = d.ctl("add", "knife", "--blueprint", write_blueprint(tmp_path / "knife.json", site.url("/knife"), bp))
     assert r.returncode == 0, r.stderr
     assert d.ctl_json("run", "knife")["ok"] is True
-    site.page("/knife", _form('<fieldset><p class="f"><label for="fld-price">Price:</label><input id="fld-price" '
-                              'class="inp" value="61.50"></p><p class="f"><label for="fld-stock">Stock:</label>'
-                              '<input id="fld-stock" class="inp" value="12"></p></fieldset>'))
+    site.page("/knife", _form('<fieldset><p class="f"><label for="fld-stock">Stock:</label><input id="fld-stock" '
+                              'class="inp" value="12"></p><p class="f"><label for="fld-price">Price:</label>'
+                              '<input id="fld-price" class="inp" value="61.50"></p></fieldset>'))
     # the first built-in attempt (later ones are declined: the same candidate already waits)
     fix = d.wait_for(lambda: next(iter(db_rows(d, "SELECT outcome, reason FROM fix_history WHERE source_name = 'knife' "
                                                   "AND strategy = 'builtin' ORDER BY fix_id LIMIT 1")), None),

@@ -17,6 +17,7 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
+from healerd.core.heal.agreement import CORROBORATED, corroborated
 from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
@@ -72,7 +73,27 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
             name, why = hidden
             details = {**res.details, name: {**res.details.get(name, {}), "status": "gone", "why": why}}
             return HealResult(False, None, f"cannot heal: {name} ({why})", {}, details=details)
+        if not res.unchanged and res.confidence < CORROBORATED:
+            res = _corroborate(blueprint, res, before, after, old.raw, got)
     return res
+
+
+def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old: Any, got: Any) -> HealResult:
+    """A low-confidence heal whose changed values `agreement.corroborated` backs: raised to CORROBORATED."""
+    assert res.blueprint is not None
+    backed = corroborated(bp, res.blueprint, before, after, old, got)
+    if not backed:
+        return res
+    details = dict(res.details)
+    for n, why in backed.items():
+        got = dict(details.get(n, {}), corroborated=why)
+        if "confidence" in got:
+            got["confidence"] = max(got["confidence"], CORROBORATED)
+        details[n] = got
+    head, sep, _tail = res.reason.rpartition(" (confidence")
+    reason = (head if sep else res.reason) + (f" (confidence {CORROBORATED:.2f}: {', '.join(backed)} corroborated "
+                                              f"by the alignment with the fields found again and new values)")
+    return replace(res, confidence=CORROBORATED, details=details, reason=reason)
 
 
 def _keep_in_place(bp: Blueprint, res: HealResult, kept: list[str], after: Page, now: Any) -> tuple[HealResult, Any]:
