@@ -18,6 +18,7 @@ from typing import Any
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
 from healerd.core.heal.agreement import CORROBORATED, corroborated
+from healerd.core.heal.block_copies import copied_field
 from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
@@ -68,6 +69,10 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         elif stale := stale_copies(blueprint, res.blueprint, before, after, old.raw, got):
             why = "its old values are left only in copies the last good page had besides it: changed in place"
             return HealResult(False, None, f"cannot heal: {stale[0]} ({why})", {})
+        if not blueprint.items and res.blueprint is not blueprint:
+            copied = copied_field(blueprint, res.blueprint, before, after, old.raw)
+            if copied:
+                return HealResult(False, None, f"cannot heal: {copied}", {})
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden

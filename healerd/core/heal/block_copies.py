@@ -1,0 +1,111 @@
+"""A single record's field read from a copy of a block ("Related", "Recommended", "Recently viewed").
+
+Such a block repeats a few of the record's nodes as the last good page showed them; when the
+record's own values change, the copies keep the old ones, and the old value — the healer's
+strongest evidence — leads to the copy. What gives the copy away is its twin: a node built like
+the one read (same tag, same attribute names, the same child tags in order), not its neighbour in
+a list of alike nodes (the two hang differently from the node holding both), saying a value of the
+same kind close to the old one (another day's SKU, a name with an edition added) that the last good
+page showed nowhere, and whose path from the root (`path_align.path_similarity`) is more like the
+old node's than the copy's path is: the record's node, its value changed in place. The copy's old
+value is stale and the twin's new one is not known to be the field's: the heal is refused naming
+the field (a stale copy stored as the record is wrong data; a refusal is a person paged).
+"""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import coerce
+from healerd.core.heal.fingerprint import Page, collapse, near_closeness, text_shape
+from healerd.core.heal.path_align import path_of, path_similarity
+
+MIN_KIN_RATIO = 0.5    # a changed value of the same kind: at least this alike, character by character
+MAX_TWINS = 400        # nodes of one tag looked at for a twin (a page's links, say)
+PATH_EPS = 0.02        # the twin's path must be more like the old node's than the copy's by this much
+
+
+def copied_field(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page, old_raw: dict) -> str | None:
+    """'field (why)' for the first field the repair reads from a copy of a block, else None."""
+    read = {name: _first(after, spec.css) for name, spec in new_bp.fields.items()}
+    for name, spec in new_bp.fields.items():
+        node, value = read[name], old_raw.get(name)
+        old_spec = old_bp.fields.get(name)
+        if node is None or old_spec is None or not isinstance(value, str) or not value.strip():
+            continue
+        if collapse(after.value(node, spec.attr)) != collapse(value):
+            continue
+        old_node = _first(before, old_spec.css)
+        if old_node is None:
+            continue
+        twin = _changed_twin(before, old_node, after, node, value, spec)
+        if twin is not None:
+            return (f"{name} (its old value is read from a copy of the record's node: the node built like it "
+                    f"where the old one was says {_short(after.value(twin, spec.attr))!r} now)")
+    return None
+
+
+def _first(page: Page, css: str | None) -> int | None:
+    if not css:
+        return None
+    try:
+        return page.index_of(page.tree.css_first(css))
+    except Exception:   # a selector lexbor cannot read finds nothing
+        return None
+
+
+def _shape(page: Page, i: int) -> tuple:
+    return page.tags[i], frozenset(page.attrs[i]), tuple(page.tags[c] for c in page.children[i])
+
+
+def _kin(old: str, new: str, spec: FieldSpec) -> bool:
+    """`new` is another value of `old`'s kind, close to it (a changed value, not any value)."""
+    old, new, attr = collapse(old), collapse(new), spec.attr
+    if not new or new == old or (spec.type != "str" and coerce(new, spec.type) == coerce(old, spec.type)):
+        return False
+    if near_closeness(old, new, attr):
+        return True
+    return text_shape(old) == text_shape(new) and SequenceMatcher(None, old, new).ratio() >= MIN_KIN_RATIO
+
+
+def _changed_twin(before: Page, old_node: int, after: Page, node: int, value: str, spec: FieldSpec) -> int | None:
+    """The node built like `node`, saying a changed value, where the old node was (its path more alike).
+
+    A changed value is one the last good page did not show anywhere: a value it showed belongs to
+    another node (another row's price), not to this one changed in place. A number field's value
+    is its first number: a label merged into the text ("Mean level: 72.76") changes no number."""
+    attr = spec.attr
+    shape = _shape(after, node)
+    same_tag = after.by_tag.get(after.tags[node], [])
+    if len(same_tag) > MAX_TWINS:
+        return None
+    twins = [t for t in same_tag
+             if t != node and not after.contains(t, node) and not after.contains(node, t)
+             and _shape(after, t) == shape and _kin(value, after.value(t, attr) or "", spec)
+             and not _neighbours(after, node, t) and not before.exact(after.value(t, attr) or "", attr)]
+    if not twins:
+        return None
+    old_path = path_of(before, old_node)
+    own = path_similarity(old_path, path_of(after, node))
+    best = max(twins, key=lambda t: path_similarity(old_path, path_of(after, t)))
+    return best if path_similarity(old_path, path_of(after, best)) > own + PATH_EPS else None
+
+
+def _neighbours(page: Page, a: int, b: int) -> bool:
+    """a and b hang alike from the nearest node holding both (two rows of one list), not as a copy elsewhere."""
+    up_a, up_b = [a, *page.ancestors(a)], set(page.ancestors(b))
+    top = next((x for x in up_a if x in up_b), -1)
+
+    def steps(i: int) -> list[str]:
+        out = []
+        while i != top and i >= 0:
+            out.append(page.tags[i])
+            i = page.parent[i]
+        return out
+    return steps(a) == steps(b)
+
+
+def _short(value: str | None, n: int = 40) -> str:
+    v = collapse(value)
+    return v if len(v) <= n else v[: n - 1] + "…"

@@ -1,0 +1,82 @@
+"""A single record's field read from a copy of a block, its own node changed in place (healerd.core.heal.block_copies)."""
+
+from __future__ import annotations
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.block_copies import copied_field
+from healerd.core.heal.builtin import heal
+from healerd.core.heal.fingerprint import Page
+
+BP = Blueprint(fields={
+    "title": FieldSpec("title", "div.item h1.name", "str"),
+    "sku": FieldSpec("sku", "div.item div.codes span.sku", "str"),
+    "stock": FieldSpec("stock", "div.item div.codes span.stock", "int"),
+})
+
+BEFORE = ("<html><body><nav><a href='/'>Tools</a></nav><main><div class='item'><h1 class='name'>Claw hammer</h1>"
+          "<div class='codes'><span class='sku'>HX-2041</span><span class='stock'>12 in stock</span></div>"
+          "<p>Forged steel head.</p></div></main></body></html>")
+
+
+def after(sku: str = "HX-2042", stock: str = "12 in stock", aside: str = "<span class='c9'>HX-2041</span>") -> str:
+    """Classes renamed; the record's own SKU changed in place; a 'Recently viewed' block keeps copies."""
+    return ("<html><body><nav><a href='/'>Tools</a></nav>"
+            f"<aside><h3>Recently viewed</h3><div class='r1'>{aside}</div></aside>"
+            "<main><div class='p1'><h1 class='p2'>Claw hammer</h1>"
+            f"<div class='p3'><span class='c9'>{sku}</span><span class='c8'>{stock}</span></div>"
+            "<p>Forged steel head.</p></div></main></body></html>")
+
+
+def test_a_stale_copy_of_a_changed_value_is_refused_naming_the_field():
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, after())
+    assert not res.ok, res.reason
+    assert "sku" in res.reason and "copy of the record's node" in res.reason and "HX-2042" in res.reason
+
+
+def test_the_copy_is_told_by_its_twin_where_the_old_node_was():
+    before, page = Page(BEFORE), Page(after())
+    copy = page.index_of(page.tree.css_first("aside span.c9"))
+    assert copy is not None
+    new = Blueprint(fields={**BP.fields, "sku": FieldSpec("sku", "aside span.c9", "str")})
+    old_raw = extract(BEFORE, BP).raw
+    assert copied_field(BP, new, before, page, old_raw) is not None
+    # the same copy, the record's own value unchanged: nothing stale, nothing refused
+    same = Page(after(sku="HX-2041"))
+    assert copied_field(BP, new, before, same, old_raw) is None
+
+
+def test_a_value_the_last_good_page_showed_is_no_changed_twin():
+    """The node built alike says a value already on the last good page: another node, not this one changed."""
+    before = BEFORE.replace("<p>Forged steel head.</p>", "<p>Forged steel head.</p><span class='sku'>HX-2042</span>")
+    page = Page(after())
+    new = Blueprint(fields={**BP.fields, "sku": FieldSpec("sku", "aside span.c9", "str")})
+    assert copied_field(BP, new, Page(before), page, extract(before, BP).raw) is None
+
+
+def test_a_number_field_whose_number_stayed_is_no_changed_twin():
+    """A label merged into the record's node ('Stock: 12 in stock') changes no number: no stale copy."""
+    page = Page(after(sku="HX-2041", stock="Stock: 12 in stock", aside="<span class='c8'>12 in stock</span>"))
+    new = Blueprint(fields={**BP.fields, "stock": FieldSpec("stock", "aside span.c8", "int")})
+    old_raw = extract(BEFORE, BP).raw
+    assert copied_field(BP, new, Page(BEFORE), page, old_raw) is None
+    changed = Page(after(sku="HX-2041", stock="13 in stock", aside="<span class='c8'>12 in stock</span>"))
+    assert copied_field(BP, new, Page(BEFORE), changed, old_raw) is not None
+
+
+def test_a_neighbour_in_a_list_of_alike_nodes_is_no_twin():
+    """Two rows of one list hang alike from the list: a close value in the next row is another record's."""
+    bp = Blueprint(fields={"code": FieldSpec("code", "ul.codes li.main", "str")})
+    before = "<html><body><ul class='codes'><li class='main'>HX-2041</li></ul></body></html>"
+    # the row read keeps the old value; the next row, whose path is the old one's to the class, says a close one
+    now = "<html><body><ul class='codes'><li class='x'>HX-2041</li><li class='main'>HX-2042</li></ul></body></html>"
+    new = Blueprint(fields={"code": FieldSpec("code", "ul.codes > li:nth-child(1)", "str")})
+    assert copied_field(bp, new, Page(before), Page(now), extract(before, bp).raw) is None
+
+
+def test_a_twin_farther_from_the_old_place_than_the_node_read_is_no_copy():
+    """The record's node read where it was; a look-alike with a close value sits in a new block elsewhere."""
+    page = Page(after(sku="HX-2041", aside="<span class='c9'>HX-2042</span>"))
+    new = Blueprint(fields={**BP.fields, "sku": FieldSpec("sku", "main span.c9", "str")})
+    assert copied_field(BP, new, Page(BEFORE), page, extract(BEFORE, BP).raw) is None
