@@ -80,3 +80,36 @@ def test_a_twin_farther_from_the_old_place_than_the_node_read_is_no_copy():
     page = Page(after(sku="HX-2041", aside="<span class='c9'>HX-2042</span>"))
     new = Blueprint(fields={**BP.fields, "sku": FieldSpec("sku", "main span.c9", "str")})
     assert copied_field(BP, new, Page(BEFORE), page, extract(BEFORE, BP).raw) is None
+
+
+LIST = Blueprint(items="ul.tags li", fields={
+    "tag": FieldSpec("tag", "a.tag", "str"),
+    "href": FieldSpec("href", "a.tag", "str", attr="href"),
+})
+
+LIST_BEFORE = ("<html><body><main><h1>Post</h1><ul class='tags'>"
+               "<li><a class='tag' href='/t/incidents.html'>incidents</a></li>"
+               "<li><a class='tag' href='/t/telemetry.html'>telemetry</a></li></ul></main></body></html>")
+
+
+def list_after(cls: str = "tag") -> str:
+    """The tags renamed in place (another edition); a 'Related' block keeps copies of the old ones."""
+    copies = ("<li><a class='tag' href='/t/telemetry.html'>telemetry</a></li>"
+              "<li><a class='tag' href='/t/incidents.html'>incidents</a></li>")
+    return ("<html><body><aside class='related'><h3>Related</h3><div class='list'>" + copies + "</div></aside>"
+            f"<main><h1>Post</h1><ul class='tags'><li><a class='{cls}' href='/t/incidents.html?v=2'>incidents 2nd ed.</a></li>"
+            f"<li><a class='{cls}' href='/t/telemetry.html?v=2'>telemetry 2nd ed.</a></li></ul></main></body></html>")
+
+
+def test_a_list_read_again_from_its_copy_keeps_the_old_blueprint_when_it_reads_the_records_in_place():
+    old = extract(LIST_BEFORE, LIST).data
+    res = heal(LIST, LIST_BEFORE, old, list_after())
+    assert res.ok and res.unchanged, res.reason
+    assert res.blueprint is LIST
+
+
+def test_a_list_read_again_from_its_copy_is_refused_when_the_old_selectors_miss_the_records():
+    old = extract(LIST_BEFORE, LIST).data
+    res = heal(LIST, LIST_BEFORE, old, list_after(cls="x7"))
+    assert not res.ok, res.reason
+    assert "copy of the list 'ul.tags li'" in res.reason

@@ -109,3 +109,62 @@ def _neighbours(page: Page, a: int, b: int) -> bool:
 def _short(value: str | None, n: int = 40) -> str:
     v = collapse(value)
     return v if len(v) <= n else v[: n - 1] + "…"
+
+
+def copied_records(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page,
+                   old_raw: list) -> tuple[str, bool] | None:
+    """(why, in place) when the repair's records are a copy of the list the old items selector still reads.
+
+    The repair moved the records to containers holding the old values, while the old items selector
+    still reads as many records as the last good page had, apart from them and built like them,
+    each holding its old values changed or with words added (another day's names, a label merged
+    in): the records changed in place and the repair read a block carrying copies of them. In place
+    when every field's old selector reads its value so in every record: the old blueprint still works.
+    """
+    if not old_bp.items or not new_bp.items or new_bp.items == old_bp.items or not old_raw:
+        return None
+    kept, moved = _all(after, old_bp.items), _all(after, new_bp.items)
+    olds = _all(before, old_bp.items)
+    if len(kept) != len(old_raw) or not moved or len(moved) > len(kept) or not olds:
+        return None
+    if any(after.contains(k, m) or after.contains(m, k) for k in kept for m in moved):
+        return None
+    shapes = {_shape(after, k) for k in kept}
+    if any(_shape(after, m) not in shapes for m in moved):
+        return None
+    changed, in_place = 0, True
+    for rec, old in zip(kept, old_raw, strict=True):
+        for name, spec in old_bp.fields.items():
+            value = old.get(name)
+            if not isinstance(value, str) or not value.strip():
+                continue
+            said = _record_says(after, rec, spec, value)
+            if said is None:
+                return None
+            changed += said[0]
+            in_place = in_place and said[1]
+    if not changed:
+        return None
+    old_path = path_of(before, olds[0])
+    if path_similarity(old_path, path_of(after, kept[0])) <= path_similarity(old_path, path_of(after, moved[0])):
+        return None
+    return (f"items (the records the repair reads are a copy of the list '{old_bp.items}' still reads, "
+            "where the records' values changed in place)"), in_place
+
+
+def _all(page: Page, css: str) -> list[int]:
+    try:
+        return [i for i in (page.index_of(n) for n in page.tree.css(css)) if i is not None]
+    except Exception:   # a selector lexbor cannot read finds nothing
+        return []
+
+
+def _record_says(after: Page, rec: int, spec: FieldSpec, value: str) -> tuple[int, bool] | None:
+    """(0 the record says the old value, 1 a changed one close to it; read by the field's selector), or None."""
+    node = after.first_in(rec, spec.css) if spec.css else None
+    by_selector = node is not None
+    texts = [after.value(node, spec.attr) or ""] if node is not None else \
+        [after.value(i, spec.attr) or "" for i, _c in after.near(value, spec.attr, within=rec, limit=3)]
+    if any(collapse(t) == collapse(value) for t in texts):
+        return 0, by_selector
+    return (1, by_selector) if any(_kin(value, t, spec) for t in texts) else None

@@ -18,7 +18,7 @@ from typing import Any
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
 from healerd.core.heal.agreement import CORROBORATED, corroborated
-from healerd.core.heal.block_copies import copied_field
+from healerd.core.heal.block_copies import copied_field, copied_records
 from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
@@ -69,10 +69,13 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         elif stale := stale_copies(blueprint, res.blueprint, before, after, old.raw, got):
             why = "its old values are left only in copies the last good page had besides it: changed in place"
             return HealResult(False, None, f"cannot heal: {stale[0]} ({why})", {})
-        if not blueprint.items and res.blueprint is not blueprint:
-            copied = copied_field(blueprint, res.blueprint, before, after, old.raw)
+        if res.blueprint is not blueprint:
+            copied = _copied(blueprint, res.blueprint, before, after, old.raw)
+            if copied and copied[1]:
+                why = f"the blueprint still works: {copied[0]}"
+                return HealResult(True, blueprint, why, {}, unchanged=True, confidence=1.0)
             if copied:
-                return HealResult(False, None, f"cannot heal: {copied}", {})
+                return HealResult(False, None, f"cannot heal: {copied[0]}", {})
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden
@@ -99,6 +102,14 @@ def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old:
     reason = (head if sep else res.reason) + (f" (confidence {CORROBORATED:.2f}: {', '.join(backed)} corroborated "
                                               f"by the alignment with the fields found again and new values)")
     return replace(res, confidence=CORROBORATED, details=details, reason=reason)
+
+
+def _copied(bp: Blueprint, new_bp: Blueprint, before: Page, after: Page, old_raw: Any) -> tuple[str, bool] | None:
+    """(why, the old blueprint still works) when the repair reads a copy of a block (`block_copies`)."""
+    if bp.items:
+        return copied_records(bp, new_bp, before, after, old_raw)
+    field = copied_field(bp, new_bp, before, after, old_raw)
+    return None if field is None else (field, False)
 
 
 def _keep_in_place(bp: Blueprint, res: HealResult, kept: list[str], after: Page, now: Any) -> tuple[HealResult, Any]:
