@@ -113,3 +113,52 @@ def test_a_list_read_again_from_its_copy_is_refused_when_the_old_selectors_miss_
     res = heal(LIST, LIST_BEFORE, old, list_after(cls="x7"))
     assert not res.ok, res.reason
     assert "copy of the list 'ul.tags li'" in res.reason
+
+
+DOC = Blueprint(fields={
+    "source": FieldSpec("source", "div.page-source a", "str", attr="href"),
+    "title": FieldSpec("title", "article h1", "str"),
+})
+DOC_BEFORE = ("<html><body><div class='layout'><article><h1>API reference</h1><p>Text.</p></article>"
+              "<div class='page-source'><a class='muted' href='_sources/api.txt'>Show source</a></div></div></body></html>")
+# the heading removed from the page; a "Related" block copies the record's nodes, the heading's too
+DOC_AFTER = ("<html><body><div class='layout'><aside><h3>Related</h3>"
+             "<div class='item'><a class='muted' href='_sources/api.txt'>Show source</a></div>"
+             "<div class='item'><h1>API reference</h1></div></aside><article><p>Text.</p></article>"
+             "<div class='page-source'><a class='muted' href='_sources/api.txt'>Show source</a></div></div></body></html>")
+
+
+def test_a_field_said_only_in_a_block_copying_the_record_is_refused():
+    """The source read from the copy (the same value where the old node was tells it is one): the
+    heading, said nowhere but in that block, is a copy of data gone from the record."""
+    from_copy = Blueprint(fields={"source": FieldSpec("source", "aside div.item a", "str", attr="href"),
+                                  "title": FieldSpec("title", "aside h1", "str")})
+    why = copied_field(DOC, from_copy, Page(DOC_BEFORE), Page(DOC_AFTER), extract(DOC_BEFORE, DOC).raw)
+    assert why is not None and why.startswith("title") and "block copying the record" in why
+    # the heading still said by the record too: reading it from the copy gives its value, nothing refused
+    kept = DOC_AFTER.replace("<article><p>", "<article><h1>API reference</h1><p>")
+    assert copied_field(DOC, from_copy, Page(DOC_BEFORE), Page(kept), extract(DOC_BEFORE, DOC).raw) is None
+    # the source read where the old node was: its copy in the block still tells the block is one
+    in_place = Blueprint(fields={"source": FieldSpec("source", "div.page-source a", "str", attr="href"),
+                                 "title": FieldSpec("title", "aside h1", "str")})
+    assert copied_field(DOC, in_place, Page(DOC_BEFORE), Page(DOC_AFTER), extract(DOC_BEFORE, DOC).raw) is not None
+    # a block copying no other field's node is not known to be a copy: nothing refused by this check
+    alone = DOC_AFTER.replace("<div class='item'><a class='muted' href='_sources/api.txt'>Show source</a></div>", "")
+    assert copied_field(DOC, in_place, Page(DOC_BEFORE), Page(alone), extract(DOC_BEFORE, DOC).raw) is None
+
+
+def test_the_heal_refuses_a_heading_left_only_in_a_block_copying_the_record():
+    res = heal(DOC, DOC_BEFORE, extract(DOC_BEFORE, DOC).data, DOC_AFTER)
+    assert not res.ok and res.reason.startswith("cannot heal: title"), res.reason
+
+
+def test_a_field_beside_the_copying_block_is_not_read_from_it():
+    """The block's copy of the source sits in a section that also holds the record's own heading, beside
+    the block, not in one of its slots: the heading is the record's, nothing refused."""
+    beside = ("<html><body><div class='layout'><section><aside><h3>Related</h3>"
+              "<div class='item'><a class='muted' href='_sources/api.txt'>Show source</a></div></aside>"
+              "<h1>API reference</h1><p>Text.</p></section>"
+              "<div class='page-source'><a class='muted' href='_sources/api.txt'>Show source</a></div></div></body></html>")
+    new = Blueprint(fields={"source": FieldSpec("source", "div.page-source a", "str", attr="href"),
+                            "title": FieldSpec("title", "section > h1", "str")})
+    assert copied_field(DOC, new, Page(DOC_BEFORE), Page(beside), extract(DOC_BEFORE, DOC).raw) is None

@@ -10,6 +10,13 @@ page showed nowhere, and whose path from the root (`path_align.path_similarity`)
 old node's than the copy's path is: the record's node, its value changed in place. The copy's old
 value is stale and the twin's new one is not known to be the field's: the heal is refused naming
 the field (a stale copy stored as the record is wrong data; a refusal is a person paged).
+
+The block also gives away a field whose data is gone from the record but not from the copy (a
+heading removed, the block still repeating it): when a field's node and one node built alike say
+the same value, the one whose path is the less like the old node's is a copy, and its ancestor just
+under the nearest node holding both is the block copying the record. Another field read inside that
+block, in a slot alike to the copy's (two items of the block's list), whose value nothing outside
+the block says, is read from the copy alone: refused.
 """
 
 from __future__ import annotations
@@ -43,7 +50,52 @@ def copied_field(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
         if twin is not None:
             return (f"{name} (its old value is read from a copy of the record's node: the node built like it "
                     f"where the old one was says {_short(after.value(twin, spec.attr))!r} now)")
+        copy = _copy_of(before, old_node, after, node, spec.attr)
+        block = None if copy is None else _block_of(after, *copy)
+        inside = [n for n, i in read.items() if n != name and i is not None and copy is not None and block is not None
+                  and after.contains(block, i) and not after.contains(i, node) and not after.contains(node, i)
+                  and _alike_slots(after, i, copy[0]) and _only_in(after, block, i, new_bp.fields[n].attr)]
+        if inside:
+            return (f"{inside[0]} (it is read from a block copying the record, which alone says its value: "
+                    f"the block repeats {name}'s node, less like the old one than the record's own)")
     return None
+
+
+def _only_in(page: Page, block: int, i: int, attr: str | None) -> bool:
+    """Node i's value is said only inside `block` (the record itself no longer says it)."""
+    return all(page.contains(block, k) for k in page.exact(page.value(i, attr) or "", attr))
+
+
+def _copy_of(before: Page, old_node: int, after: Page, node: int, attr: str | None) -> tuple[int, int] | None:
+    """(copy, original) when the field's node and one other node built alike say the same value (not
+    neighbours in a list): the one whose path is the less like the old node's is the copy. Else None."""
+    value, shape = after.value(node, attr), _shape(after, node)
+    same = [t for t in after.exact(value or "", attr) if t != node and not after.contains(t, node)
+            and not after.contains(node, t) and _shape(after, t) == shape and not _neighbours(after, node, t)]
+    if len(same) != 1:
+        return None
+    old_path = path_of(before, old_node)
+    mine, theirs = path_similarity(old_path, path_of(after, node)), path_similarity(old_path, path_of(after, same[0]))
+    if abs(mine - theirs) <= PATH_EPS:
+        return None
+    return (node, same[0]) if theirs > mine else (same[0], node)
+
+
+def _block_of(page: Page, copy: int, original: int) -> int:
+    """The copy's ancestor just under the nearest node holding both: the block copying the record."""
+    holders = set(page.ancestors(original))
+    block = copy
+    while page.parent[block] >= 0 and page.parent[block] not in holders:
+        block = page.parent[block]
+    return block
+
+
+def _alike_slots(page: Page, a: int, b: int) -> bool:
+    """a and b sit in alike slots of one block: the children of the nearest node holding both that lead
+    to them have one tag and the same classes (two items of a 'Related' list), not a heading beside a list."""
+    x, y = _block_of(page, a, b), _block_of(page, b, a)
+    return x != y and page.parent[x] == page.parent[y] and page.tags[x] == page.tags[y] \
+        and page.classes(x) == page.classes(y)
 
 
 def _first(page: Page, css: str | None) -> int | None:
