@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.block_copies import copied_field
+from healerd.core.heal.block_copies import copied_field, copied_group
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.fingerprint import Page
 
@@ -162,3 +162,43 @@ def test_a_field_beside_the_copying_block_is_not_read_from_it():
     new = Blueprint(fields={"source": FieldSpec("source", "div.page-source a", "str", attr="href"),
                             "title": FieldSpec("title", "section > h1", "str")})
     assert copied_field(DOC, new, Page(DOC_BEFORE), Page(beside), extract(DOC_BEFORE, DOC).raw) is None
+
+
+POSTS = Blueprint(items="main article", fields={"title": FieldSpec("title", "h2 a", "str"),
+                                                "author": FieldSpec("author", "span.by", "str")})
+
+
+def post(title: str, author: str) -> str:
+    return f"<article><h2><a href='#'>{title}</a></h2><span class='by'>{author}</span></article>"
+
+
+POSTS_BEFORE = ("<html><body><main><section class='featured'>" + post("Honing knives", "Mara") + "</section><ul>"
+                + "".join(f"<li>{post(t, a)}</li>" for t, a in (("Rye crackers", "Tomas"), ("Pantry basics", "Ana")))
+                + "</ul></main></body></html>")
+
+
+def test_records_apart_from_the_list_repeating_old_records_whole_are_a_copy():
+    """A featured post and a list, their titles changed in place; a 'Recommended' list repeats two old records."""
+    after = ("<html><body><main><section class='featured'>" + post("Honing knives II", "Mara") + "</section><ul>"
+             + "".join(f"<li>{post(t, a)}</li>" for t, a in (("Rye crackers II", "Tomas"), ("Pantry basics II", "Ana")))
+             + "</ul><aside><h3>Recommended</h3><div class='list'>" + post("Rye crackers", "Tomas")
+             + post("Honing knives", "Mara") + "</div></aside></main></body></html>")
+    old = extract(POSTS_BEFORE, POSTS).raw
+    got = extract(after, POSTS).raw
+    assert len(got) == 5    # the old blueprint reads the copies as records too
+    why = copied_group(POSTS, POSTS, Page(POSTS_BEFORE), Page(after), old, got)
+    assert why is not None and "2 of the records read" in why
+    # the same block saying the records' new values: not copies of old records, nothing known
+    fresh = after.replace("<a href='#'>Rye crackers</a>", "<a href='#'>Rye crackers II</a>")
+    assert copied_group(POSTS, POSTS, Page(POSTS_BEFORE), Page(fresh), old, extract(fresh, POSTS).raw) is None
+    # and the heal refuses
+    assert not heal(POSTS, POSTS_BEFORE, extract(POSTS_BEFORE, POSTS).data, after).ok
+
+
+def test_new_records_in_a_second_list_are_no_copy_when_they_are_new():
+    """A second list of records saying values no old record had whole: records, not copies."""
+    before, page = Page(POSTS_BEFORE), Page(POSTS_BEFORE.replace("</ul>", "</ul><div class='more'>"
+                                                                + post("Sourdough", "Ana") + "</div>"))
+    old = extract(POSTS_BEFORE, POSTS).raw
+    got = extract(page.tree, POSTS).raw
+    assert copied_group(POSTS, POSTS, before, page, old, got) is None

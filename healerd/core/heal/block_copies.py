@@ -220,3 +220,43 @@ def _record_says(after: Page, rec: int, spec: FieldSpec, value: str) -> tuple[in
     if any(collapse(t) == collapse(value) for t in texts):
         return 0, by_selector
     return (1, by_selector) if any(_kin(value, t, spec) for t in texts) else None
+
+
+def copied_group(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page, old_raw: list,
+                 got: list) -> str | None:
+    """Why the repaired listing reads, besides its records, a block of copies of old records, else None.
+
+    The records now sit under one parent more than on the last good page; the records under the
+    parent least like any old records' parent (by path from the root) each repeat an old record whole
+    (every field's old value): a "Recommended" list copying records, not records. Read as records,
+    the copies would be stored twice or stale (the records' own values changed since).
+    """
+    if not old_bp.items or not new_bp.items or not isinstance(got, list) or not old_raw:
+        return None
+    olds, news = _all(before, old_bp.items), _all(after, new_bp.items)
+    if len(news) <= len(olds) or len(news) != len(got):
+        return None
+    old_parents = {before.parent[c] for c in olds}
+    groups: dict[int, list[int]] = {}
+    for k, c in enumerate(news):
+        groups.setdefault(after.parent[c], []).append(k)
+    if len(groups) <= len(old_parents):
+        return None
+    old_paths = [path_of(before, p) for p in old_parents if p >= 0]
+    if not old_paths:
+        return None
+
+    def likeness(parent: int) -> float:
+        mine = path_of(after, parent)
+        return max(path_similarity(o, mine) for o in old_paths)
+
+    ranked = sorted(groups, key=likeness)
+    worst, runner = ranked[0], ranked[1]
+    if likeness(runner) - likeness(worst) <= PATH_EPS:
+        return None
+    names = [n for n in old_bp.fields if any(isinstance(r.get(n), str) and r.get(n) for r in old_raw)]
+    wholes = {tuple(collapse(r.get(n)) for n in names) for r in old_raw}
+    if not names or any(tuple(collapse(got[k].get(n)) for n in names) not in wholes for k in groups[worst]):
+        return None
+    return (f"items ({len(groups[worst])} of the records read sit apart from the others, each repeating an old "
+            "record whole: a block copying the records)")

@@ -18,7 +18,7 @@ from typing import Any
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
 from healerd.core.heal.agreement import CORROBORATED, corroborated
-from healerd.core.heal.block_copies import copied_field, copied_records
+from healerd.core.heal.block_copies import copied_field, copied_group, copied_records
 from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
@@ -69,6 +69,8 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         elif stale := stale_copies(blueprint, res.blueprint, before, after, old.raw, got):
             why = "its old values are left only in copies the last good page had besides it: changed in place"
             return HealResult(False, None, f"cannot heal: {stale[0]} ({why})", {})
+        if blueprint.items and (group := copied_group(blueprint, res.blueprint, before, after, old.raw, got)):
+            return HealResult(False, None, f"cannot heal: {group}", {})
         if res.blueprint is not blueprint:
             copied = _copied(blueprint, res.blueprint, before, after, old.raw)
             if copied and copied[1]:
