@@ -34,3 +34,25 @@ def test_a_short_value_changed_in_place_is_still_kept():
     after = BEFORE.replace(">crackers</a>", ">wafers</a>")
     res = heal(BP, BEFORE, extract(BEFORE, BP).data, after)
     assert res.ok and extract(after, res.blueprint).data["first_tag"] == "wafers", res.reason
+
+
+RECIPE = Blueprint(fields={
+    "title": FieldSpec("title", "div.recipe header h2", "str"),
+    "servings": FieldSpec("servings", "div.recipe-details span.yield", "int"),
+})
+
+
+def recipe(servings: str, extra: str = "") -> str:
+    return ("<html><body><div class='recipe'><header><h2>Pork fried rice</h2></header>"
+            f"<div class='recipe-details'><span class='label'>Serves</span> <span class='yield'>{servings}</span></div>"
+            f"<ol class='steps'><li>Heat the oil for <em>5</em> minutes.</li></ol>{extra}</div></body></html>")
+
+
+def test_a_short_number_changed_in_place_is_kept_though_the_page_showed_it_elsewhere():
+    """Servings 4 -> 5 in place; the last good page said '5' only in a step (no look-alike of the
+    old node), and the new page says '4' in an unlike node: the value changed in place."""
+    before = recipe("4")
+    after = recipe("5", "<p class='scale'>Scale: <span data-amount='4'>4</span></p>")
+    res = heal(RECIPE, before, extract(before, RECIPE).data, after)
+    assert res.ok, res.reason
+    assert extract(after, res.blueprint).data["servings"] == 5, res.reason

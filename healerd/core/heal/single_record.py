@@ -397,7 +397,7 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
     value = after.value(cur, spec.attr)
     if not value or value_kind(value) != value_kind(fp.value) or value in others:
         return None
-    if before is not None and before.exact(value, spec.attr):
+    if before is not None and _shown_before(before, value, spec.attr, fp):
         return None
     if (fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label
             and fp.label not in {norm_label(o) for o in others}):
