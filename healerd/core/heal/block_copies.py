@@ -8,8 +8,14 @@ a list of alike nodes (the two hang differently from the node holding both), say
 same kind close to the old one (another day's SKU, a name with an edition added) that the last good
 page showed nowhere, and whose path from the root (`path_align.path_similarity`) is more like the
 old node's than the copy's path is: the record's node, its value changed in place. The copy's old
-value is stale and the twin's new one is not known to be the field's: the heal is refused naming
-the field (a stale copy stored as the record is wrong data; a refusal is a person paged).
+value is stale; the twin is the field by its build and its place, not by its value: the field is
+read from the twin when a selector picks it out, at a confidence under the promotion threshold
+(`to_twins`: staged for a person, unless `agreement` corroborates the place), else the heal is
+refused naming the field (a stale copy stored as the record is wrong data; a refusal is a person
+paged).
+The module also covers listings: records moved onto a copy of the list the old items selector
+still reads (`copied_records`), and records apart from the list repeating old records whole
+(`copied_group`).
 
 The block also gives away a field whose data is gone from the record but not from the copy (a
 heading removed, the block still repeating it): when a field's node and one node built alike say
@@ -27,10 +33,50 @@ from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import coerce
 from healerd.core.heal.fingerprint import Page, collapse, near_closeness, text_shape
 from healerd.core.heal.path_align import path_of, path_similarity
+from healerd.core.heal.selectors import relaxed_first, single_selector
 
 MIN_KIN_RATIO = 0.5    # a changed value of the same kind: at least this alike, character by character
 MAX_TWINS = 400        # nodes of one tag looked at for a twin (a page's links, say)
 PATH_EPS = 0.02        # the twin's path must be more like the old node's than the copy's by this much
+TWIN_CONFIDENCE = 0.6  # a field moved to its twin: under the Deployer's promotion threshold (staged)
+
+
+def to_twins(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page,
+             old_raw: dict) -> tuple[Blueprint, list[str]] | None:
+    """The repair with each field read from a stale copy moved to its twin (the record's node, its
+    value changed in place), when a selector picks each twin out and nothing else is read from a copy.
+    The twin is the field by its build and its place, not by its value: a person approves it."""
+    moved: list[str] = []
+    bp = new_bp
+    for _round in range(len(new_bp.fields)):
+        found = _stale_field(old_bp, bp, before, after, old_raw)
+        if found is None:
+            return (bp, moved) if moved and copied_field(old_bp, bp, before, after, old_raw) is None else None
+        name, twin = found
+        spec = bp.fields[name]
+        old_css = old_bp.fields[name].css or ""
+        css = relaxed_first(after, old_css, twin) or single_selector(after, twin, avoid_attr=spec.attr)
+        if css is None or name in moved or _first(after, css) != twin:
+            return None
+        bp = bp.with_fields({**bp.fields, name: FieldSpec(name, css, spec.type, spec.attr, spec.required)})
+        moved.append(name)
+    return None
+
+
+def _stale_field(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page,
+                 old_raw: dict) -> tuple[str, int] | None:
+    """(field, its twin) for the first field read from a copy whose own node changed in place, else None."""
+    for name, spec in new_bp.fields.items():
+        node, value, old_spec = _first(after, spec.css), old_raw.get(name), old_bp.fields.get(name)
+        if node is None or old_spec is None or not isinstance(value, str) or not value.strip():
+            continue
+        if collapse(after.value(node, spec.attr)) != collapse(value):
+            continue
+        old_node = _first(before, old_spec.css)
+        twin = None if old_node is None else _changed_twin(before, old_node, after, node, value, spec)
+        if twin is not None:
+            return name, twin
+    return None
 
 
 def copied_field(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page, old_raw: dict) -> str | None:
