@@ -193,3 +193,27 @@ def test_a_selector_slid_onto_another_fields_node_is_no_change_in_place():
     moved = Blueprint(fields={**MENU_BP.fields, "view": FieldSpec("view", "footer a")})
     assert extract(after.tree, MENU_BP).raw["view"] == "List (8)"
     assert kept_in_place(MENU_BP, moved, before, after, old, extract(after.tree, moved).raw) == []
+
+
+# A findings report: each finding's test name in the second <b>, after its label; the labels reworded and
+# the children reordered, the old selector's <b> now says a label
+FINDINGS = Blueprint(items="div.finding", fields={"test": FieldSpec("test", "b:nth-of-type(2)"),
+                                                  "file": FieldSpec("file", "a")})
+
+
+def finding(label: str, test: str, file: str, swap: bool = False) -> str:
+    bs = [f"<b>{label}</b>", f"<b>{test}</b>"]
+    return f"<div class='finding'>{''.join(reversed(bs) if swap else bs)}<a href='#'>{file}</a></div>"
+
+
+def test_a_label_reworded_under_the_old_selector_is_no_value_changed_in_place():
+    before = page("") .replace("<table>", "<table></table>" + finding("Test ID:", "blacklist", "db.py")
+                               + finding("Test ID:", "shell_true", "run.py") + "<table>")
+    for label in ("TEST ID:", "Your test id:", "Test ID (current)"):
+        after = page("").replace("<table>", "<table></table>" + finding(label, "blacklist", "db.py", swap=True)
+                                 + finding(label, "shell_true", "run.py", swap=True) + "<table>")
+        healed = Blueprint(items=FINDINGS.items, fields={**FINDINGS.fields, "test": FieldSpec("test", "b:nth-of-type(1)")})
+        old = extract(before, FINDINGS).raw
+        new = extract(after, healed).raw
+        assert [r["test"] for r in new] == ["blacklist", "shell_true"]
+        assert kept_in_place(FINDINGS, healed, Page(before), Page(after), old, new) == [], label

@@ -18,6 +18,7 @@ from typing import Any
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
 from healerd.core.heal.agreement import CORROBORATED, corroborated
+from healerd.core.heal.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, copied_records, to_twins
 from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
@@ -68,6 +69,21 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
         elif stale := stale_copies(blueprint, res.blueprint, before, after, old.raw, got):
             why = "its old values are left only in copies the last good page had besides it: changed in place"
             return HealResult(False, None, f"cannot heal: {stale[0]} ({why})", {})
+        if blueprint.items and (group := copied_group(blueprint, res.blueprint, before, after, old.raw, got)):
+            return HealResult(False, None, f"cannot heal: {group}", {})
+        if res.blueprint is not blueprint:
+            copied = _copied(blueprint, res.blueprint, before, after, old.raw)
+            if copied and copied[1]:
+                why = f"the blueprint still works: {copied[0]}"
+                return HealResult(True, blueprint, why, {}, unchanged=True, confidence=1.0)
+            twins = None if not copied or blueprint.items else to_twins(blueprint, res.blueprint, before, after, old.raw)
+            if twins is not None and twins[0].fields == blueprint.fields:
+                why = f"the blueprint still works: values changed in place ({', '.join(twins[1])} read from a copy)"
+                return HealResult(True, blueprint, why, {}, unchanged=True, confidence=1.0)
+            if twins is not None:
+                res, got = _moved_to_twins(res, *twins, after)
+            elif copied:
+                return HealResult(False, None, f"cannot heal: {copied[0]}", {})
         hidden = placeholder_field(got, old.raw, list(blueprint.fields))
         if hidden is not None:
             name, why = hidden
@@ -94,6 +110,26 @@ def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old:
     reason = (head if sep else res.reason) + (f" (confidence {CORROBORATED:.2f}: {', '.join(backed)} corroborated "
                                               f"by the alignment with the fields found again and new values)")
     return replace(res, confidence=CORROBORATED, details=details, reason=reason)
+
+
+def _moved_to_twins(res: HealResult, bp: Blueprint, moved: list[str], after: Page) -> tuple[HealResult, Any]:
+    """The heal with the fields read from stale copies moved to their twins, staged for a person."""
+    why = (f"{', '.join(moved)}: the old value is left only in a copy of a block; read where the record's "
+           "own node, built alike, now says a changed value")
+    conf = min(res.confidence, TWIN_CONFIDENCE)
+    changed = {**res.changed, **{n: bp.fields[n].css or "" for n in moved}}
+    head = res.reason.rpartition(" (confidence")[0] or res.reason
+    res = replace(res, blueprint=bp, changed=changed, confidence=conf,
+                  reason=f"{head}; {why} (confidence {conf:.2f})")
+    return res, extract_on(after, bp).raw
+
+
+def _copied(bp: Blueprint, new_bp: Blueprint, before: Page, after: Page, old_raw: Any) -> tuple[str, bool] | None:
+    """(why, the old blueprint still works) when the repair reads a copy of a block (`block_copies`)."""
+    if bp.items:
+        return copied_records(bp, new_bp, before, after, old_raw)
+    field = copied_field(bp, new_bp, before, after, old_raw)
+    return None if field is None else (field, False)
 
 
 def _keep_in_place(bp: Blueprint, res: HealResult, kept: list[str], after: Page, now: Any) -> tuple[HealResult, Any]:

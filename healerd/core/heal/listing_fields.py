@@ -49,6 +49,10 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
                   for v, c in zip(wants, containers)]
     have = sum(1 for s in exact_sets if s)
     present = sum(1 for v in wants if v)
+    # records saying their old value only with words around it (a label merged in: "Note: ..."):
+    # a selector finding nothing there misses them too
+    nearly = [not s and bool(v) and bool(after.near(v, spec.attr, within=c, limit=1))
+              for v, c, s in zip(wants, containers, exact_sets)] if 0 < have < present else [False] * len(wants)
 
     # candidates are scored on a sample of the containers (big listings), the winner is checked on all
     every = list(range(len(containers)))
@@ -74,7 +78,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             if node is None:
                 # the record's old value is in its container and the selector finds nothing there:
                 # a miss as much as a wrong node (rows laid out two ways: only one of them read)
-                wrong += 1 if s else 0
+                wrong += 1 if s or nearly[k] else 0
                 continue
             val = after.value(node, spec.attr)
             if want is not None and val == want:

@@ -328,7 +328,7 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
     if cur is not None and after.value(cur, spec.attr):
         sim = similarity(fp, after, cur)
         same_label = bool(fp.label) and after.label(cur) == fp.label
-        shown = _shown_before(before, after.value(cur, spec.attr), spec.attr)
+        shown = _shown_before(before, after.value(cur, spec.attr), spec.attr, fp)
         if sim >= MIN_SIM_KEEP and (same_label or not fp.label) and not shown:
             return "kept", None, "value changed in place (same node kind)", None
         if shown:
@@ -337,11 +337,14 @@ def _locate(fp: Fingerprint, old_value: str, spec: FieldSpec, after: Page, cur: 
     return "gone", None, "the old value is nowhere on the page", None
 
 
-def _shown_before(before: Page | None, value: str | None, attr: str | None) -> str:
-    """The value, quoted, when it is no chance value and the last good page showed it; else ""."""
-    if before is None or not value or is_weak(value) or not before.exact(value, attr):
-        return ""
-    return _short(value)
+def _shown_before(before: Page | None, value: str | None, attr: str | None, fp: Fingerprint | None = None) -> str:
+    """The value, quoted, when the last good page showed it — a short one only in a look-alike of the old
+    node (its tag and four ancestors' tags: the next item of its list) —; else ""."""
+    hits = before.exact(value, attr) if before is not None and value else []
+    if hits and is_weak(value or "") and before is not None:
+        hits = [] if fp is None else [j for j in hits if before.tags[j] == fp.tag
+                                      and [before.tags[a] for a in before.ancestors(j, 4)] == fp.ancestor_tags]
+    return _short(value) if hits else ""
 
 
 def _key_beside(page: Page, i: int | None) -> str:
@@ -394,7 +397,7 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
     value = after.value(cur, spec.attr)
     if not value or value_kind(value) != value_kind(fp.value) or value in others:
         return None
-    if before is not None and before.exact(value, spec.attr):
+    if before is not None and _shown_before(before, value, spec.attr, fp):
         return None
     if (fp.label and fp.label_kind in STRONG_LABEL_KINDS and after.label(cur) != fp.label
             and fp.label not in {norm_label(o) for o in others}):

@@ -70,6 +70,27 @@ def _record_values(page: Page, container: int, attr: str | None) -> set[str]:
     return out
 
 
+def _words_of(text: str) -> str:
+    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
+
+
+def _reworded_label(page: Page, container: int, old_node: int, got: str, want: str) -> bool:
+    """`got` is the text of another node of the old node's tag in the old record, reworded: its words
+    whole and in order in it, in another case or with words added ("Your test id", "Test ID (current)"),
+    at least half of its words. A label's text changed, not the field's value: the selector slid onto it."""
+    new, own = _words_of(got), _words_of(want)
+    if not new or new == own:
+        return False
+    tag = page.tags[old_node]
+    for i in range(container, page.end[container]):
+        if i == old_node or page.tags[i] != tag:
+            continue
+        old = _words_of(page.texts[i])
+        if len(old) >= 4 and old != own and f" {old} " in f" {new} " and 2 * old.count(" ") >= new.count(" "):
+            return True
+    return False
+
+
 def _containers(page: Page, items: str | None) -> list[int]:
     if not items:
         return [0]
@@ -101,6 +122,8 @@ def _in_place(spec: FieldSpec, old_bp: Blueprint, new_bp: Blueprint, before: Pag
             return False  # another node of the record now matched (a class it was told apart by renamed)
         if got in _record_values(before, oc, spec.attr):
             return False  # a value the old record already had elsewhere: the selector slid onto it
+        if not spec.attr and _reworded_label(before, oc, o, got, want):
+            return False  # ... or a label the old record had, reworded ("Test ID:" now "TEST ID")
         if n in _others_nodes(spec, old_bp, new_bp, after, nc):
             return False  # another field's node (a column reordered, the field's own node emptied)
         changed += got != want
