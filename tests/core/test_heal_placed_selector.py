@@ -1,0 +1,55 @@
+"""A single record's fields picked out by their cards' places (healerd.core.heal.placed_selector)."""
+
+from __future__ import annotations
+
+from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.extract import extract
+from healerd.core.heal.builtin import heal
+from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.placed_selector import placed_selector
+
+SPECS = [("Model", "Kettle KX-2"), ("Weight", "1.35"), ("Colour", "Slate grey"), ("Warranty", "24 months")]
+
+BEFORE = (
+    "<html><body><h1>Kettle</h1><table class='specs'>"
+    + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in SPECS)
+    + "</table><p>Ships in two days.</p></body></html>")
+
+# the spec table rewritten as cards: every card built alike, nothing but its place tells them apart
+AFTER = (
+    "<html><body><h1>Kettle</h1><div class='grid'>"
+    + "".join(f"<article class='card'><div class='pair'><span class='k'>{k}</span><span class='v'>{v}</span></div>"
+              f"<div class='pair'><span class='k'>Note</span><span class='v'>-</span></div></article>"
+              for k, v in SPECS)
+    + "</div><p>Ships in two days.</p></body></html>")
+
+BP = Blueprint(items=None, fields={
+    "model": FieldSpec("model", "table.specs tr:nth-child(1) td", "str"),
+    "weight": FieldSpec("weight", "table.specs tr:nth-child(2) td", "float"),
+    "colour": FieldSpec("colour", "table.specs tr:nth-child(3) td", "str"),
+    "warranty": FieldSpec("warranty", "table.specs tr:nth-child(4) td", "str"),
+})
+
+
+def test_spec_rows_become_look_alike_cards_and_heal_by_the_cards_places():
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, AFTER)
+    assert res.ok, res.reason
+    assert res.blueprint is not None
+    got = extract(AFTER, res.blueprint).data
+    assert got == {"model": "Kettle KX-2", "weight": 1.35, "colour": "Slate grey", "warranty": "24 months"}
+    assert ":nth-" in res.blueprint.fields["warranty"].css
+
+
+def test_the_placed_selector_gives_the_node_first_and_checks_with_lexbor():
+    page = Page(AFTER)
+    target = next(i for i, t in enumerate(page.texts) if t == "Slate grey" and page.tags[i] == "span")
+    css = placed_selector(page, target)
+    assert css is not None
+    assert page.index_of(page.tree.root.css_first(css)) == target
+
+
+def test_no_placed_selector_for_a_node_without_ancestors_to_place():
+    page = Page("<html><body><p>one</p></body></html>")
+    html = page.index_of(page.tree.root)
+    assert placed_selector(page, html) is None
