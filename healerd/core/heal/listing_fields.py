@@ -23,6 +23,7 @@ from healerd.core.heal.fingerprint import (
     near_closeness,
     similarity,
 )
+from healerd.core.heal.label_pairs import label_renamed
 from healerd.core.heal.listing_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
 from healerd.core.heal.merged_labels import merged_label_field
 from healerd.core.heal.selectors import (
@@ -32,6 +33,9 @@ from healerd.core.heal.selectors import (
     relative_selectors,
     relaxations,
 )
+
+# a field told apart only by a label reworded from the old one: staged, not promoted
+RENAMED_LABEL_CONFIDENCE = 0.7
 
 
 def _field_in_containers(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
@@ -152,7 +156,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         net = h - 2 * w
         if net < max(1, round(0.8 * have)):
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
-    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and not _labelled_alike(after, containers, sample, css, fp):
+    labelled = _labelled_alike(after, containers, sample, css, fp) if fp is not None else None
+    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and labelled is None:
         return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {"proposal": css}
     if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
         # a short value found again only in another kind of node (tag) that was another part of the
@@ -163,20 +168,34 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             return "ambiguous", None, (f"short values found only in nodes like another part of the old records "
                                        f"({css!r}, likeness {sim:.2f})"), {"proposal": css}
     conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
-    return "healed", css, f"finds {h} of {len(containers)} records' values", {
+    why = f"finds {h} of {len(containers)} records' values"
+    if sim < MIN_SIM_EXACT and _is_weak_all(wants) and labelled == "renamed":
+        # short values told apart only by a label reworded from the old one: weaker than the old
+        # label itself, so below the Deployer's bar (staged for a person)
+        conf, why = min(conf, RENAMED_LABEL_CONFIDENCE), f"{why}, under a label reworded from the old one"
+    return "healed", css, why, {
         "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
 
 
-def _labelled_alike(after: Page, containers: list[int], sample: list[int], css: str, fp: Fingerprint) -> bool:
+def _labelled_alike(after: Page, containers: list[int], sample: list[int], css: str, fp: Fingerprint) -> str | None:
     """Does every sampled record name the node the selector finds by the old node's label?
 
     Short values found in unlike nodes (a table's cells now a card's labelled pairs) are the
-    field's own when each sits under the label its old column or field had.
+    field's own when each sits under the label its old column or field had ("same"), or under
+    one label, the same in every record, reworded from it ("renamed": `label_pairs.label_renamed`,
+    "Storage" become "Your storage"); else None.
     """
     if not fp.label or fp.label_kind not in STRONG_LABEL_KINDS:
-        return False
+        return None
     found = [lexbor_first_in(after, containers[k], css) for k in sample]
-    return len(found) >= 2 and all(n is not None and after.label(n) == fp.label for n in found)
+    if len(found) < 2 or any(n is None for n in found):
+        return None
+    labels = {after.label(n) for n in found if n is not None}
+    if labels == {fp.label}:
+        return "same"
+    if len(labels) == 1 and label_renamed(fp.label, next(iter(labels))):
+        return "renamed"
+    return None
 
 
 def _css(sel) -> str:
