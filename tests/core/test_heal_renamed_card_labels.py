@@ -52,12 +52,21 @@ def test_the_old_labels_themselves_keep_their_confidence():
     assert res.confidence >= 0.75
 
 
-def test_other_labels_leave_short_values_refused():
-    after = cards("Cost", "Count")
+def test_labels_naming_the_other_column_leave_short_values_refused():
+    after = cards("Qty", "Price")
     old = extract(BEFORE, BP).data
     res = heal(BP, BEFORE, old, after)
     assert not res.ok
-    assert "price" in res.reason or "qty" in res.reason
+    assert "price" in res.reason and "qty" in res.reason
+
+
+def test_unrelated_labels_are_no_rewording():
+    """'Cost' is no rewording of 'Price': the field is not taken by its label (at best by its cell, staged)."""
+    after = cards("Cost", "Count")
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, after)
+    assert "reworded" not in res.details["qty"]["why"]
+    assert not res.ok or res.confidence < 0.75
 
 
 def test_a_rewording_keeps_every_old_word_and_adds_few():

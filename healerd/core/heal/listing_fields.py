@@ -36,6 +36,7 @@ from healerd.core.heal.selectors import (
 
 # a field told apart only by a label reworded from the old one: staged, not promoted
 RENAMED_LABEL_CONFIDENCE = 0.7
+SHORT_UNLIKE = "short values in unlike places"   # the refusal `listing_cells` may settle
 
 
 def _field_in_containers(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
@@ -158,7 +159,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
     labelled = _labelled_alike(after, containers, sample, css, fp) if fp is not None else None
     if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and labelled is None:
-        return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {"proposal": css}
+        return "ambiguous", None, f"{SHORT_UNLIKE} (likeness {sim:.2f})", {"proposal": css}
     if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
         # a short value found again only in another kind of node (tag) that was another part of the
         # old records (a parameter's name in the parameter list, where the signature's changed)
