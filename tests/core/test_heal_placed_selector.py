@@ -6,7 +6,7 @@ from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.placed_selector import placed_selector
+from healerd.core.heal.placed_selector import placed_selector, values_copied
 
 SPECS = [("Model", "Kettle KX-2"), ("Weight", "1.35"), ("Colour", "Slate grey"), ("Warranty", "24 months")]
 
@@ -53,3 +53,22 @@ def test_no_placed_selector_for_a_node_without_ancestors_to_place():
     page = Page("<html><body><p>one</p></body></html>")
     html = page.index_of(page.tree.root)
     assert placed_selector(page, html) is None
+
+
+def test_no_placed_selector_where_a_copy_of_the_record_appeared():
+    """A 'related' block now repeats a value: a place among look-alikes may be the copy's, so none is taken."""
+    copy = "<aside class='related'><div class='pair'><span class='v'>Slate grey</span></div></aside>"
+    after = AFTER.replace("<div class='grid'>", copy + "<div class='grid'>")
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, after)
+    if res.ok:
+        assert res.blueprint is not None
+        assert not any(":nth-" in f.css for f in res.blueprint.fields.values() if f.css)
+
+
+def test_values_copied_counts_new_places_only():
+    before = Page("<html><head><title>Kettle</title></head><body><h1>Kettle</h1><p>1.35</p></body></html>")
+    same = Page("<html><head><title>Kettle</title></head><body><h2>Kettle</h2><div><p>1.35</p></div></body></html>")
+    more = Page("<html><body><h1>Kettle</h1><p>1.35</p><aside><b>1.35</b></aside></body></html>")
+    assert not values_copied(before, same, [("Kettle", None), ("1.35", None)])
+    assert values_copied(before, more, [("Kettle", None), ("1.35", None)])

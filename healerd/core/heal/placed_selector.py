@@ -8,7 +8,9 @@ healer's usual candidates put a position on the node itself or on its parent, ne
 ancestor further up and on the parent below it. Here they do, one place per level:
 `article:nth-child(2) > div:nth-child(2) > span`, or `article.card:nth-child(2) span.v`. A position is
 the weakest name a node has, so these are tried only after every other candidate and every loosened
-form of the old selector failed; each is checked with lexbor as the others are.
+form of the old selector failed, and not at all on a page carrying a new copy of one of the record's old
+values in another place (`values_copied`: a "related" block); each is checked with lexbor as the
+others are.
 """
 
 from __future__ import annotations
@@ -19,6 +21,21 @@ from healerd.core.heal.selectors import Compound, Selector, compounds, first_in
 
 MAX_LEVELS = 4      # ancestors above the parent tried as the placed one
 MAX_TRIES = 200
+
+
+def values_copied(before: Page, after: Page, values: list[tuple[str, str | None]]) -> bool:
+    """Does the current page carry one of the record's old values in more places than the last good page did?
+
+    A new copy of the record's values (a "related" block, a summary) is where a position is the
+    weakest evidence: a place counted among look-alikes may be the copy's. No placed selector then.
+    Places are counted innermost (a value's wrapper saying the same text is no second place).
+    """
+    return any(_places(after, value, attr) > _places(before, value, attr) for value, attr in values if value)
+
+
+def _places(page: Page, value: str, attr: str | None) -> int:
+    hits = page.exact(value, attr)
+    return sum(1 for h in hits if not any(o != h and page.contains(h, o) for o in hits))
 
 
 def _placed(page: Page, i: int) -> list[Compound]:
