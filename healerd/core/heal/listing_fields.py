@@ -27,6 +27,7 @@ from healerd.core.heal.label_pairs import label_renamed
 from healerd.core.heal.listing_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
 from healerd.core.heal.merged_labels import merged_label_field
 from healerd.core.heal.selectors import (
+    Compound,
     Selector,
     first_in,
     lexbor_first_in,
@@ -131,6 +132,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
                     cands.append(sel)
         if len(seen) > 40:
             break
+    cands += [s for s in cell_selectors(after, containers, exact_sets) if s.css() not in seen]
     cands.sort(key=lambda s: s.cost)
     cands = relaxations(spec.css) + cands   # loosened old selectors first: they keep the author's intent
     scored = []
@@ -176,6 +178,31 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         conf, why = min(conf, RENAMED_LABEL_CONFIDENCE), f"{why}, under a label reworded from the old one"
     return "healed", css, why, {
         "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
+
+
+def cell_selectors(after: Page, containers: list[int], exact_sets: list[set[int]]) -> list[Selector]:
+    """The value's cell named by its place in the row, "the k-th of n" (`div:nth-child(2):nth-last-child(3)`).
+
+    Inside a container, lexbor's first match may be the container itself: a row that is the second
+    child of its grid is `div:nth-child(2)` as much as its second cell is. A row of n cells is never
+    also the k-th of n of its own parent unless the grid has as many rows as the row has cells, so
+    naming the place from both ends tells the cell from the row that holds it. From the first
+    container holding the value: the cell, and the value's tag inside it when it lies deeper.
+    """
+    for c, s in zip(containers, exact_sets):
+        out = []
+        for t in sorted(s)[:2]:
+            cell = t
+            while cell >= 0 and after.parent[cell] != c:
+                cell = after.parent[cell]
+            if cell < 0:
+                continue
+            kids = after.children[c]
+            k = kids.index(cell)
+            placed = Compound(tag=after.tags[cell], nth_child=k + 1, nth_last=len(kids) - k, cost=4.6)
+            out.append(Selector((placed,)) if cell == t else Selector((placed, Compound(tag=after.tags[t])), (" ",)))
+        return out
+    return []
 
 
 def _labelled_alike(after: Page, containers: list[int], sample: list[int], css: str, fp: Fingerprint) -> str | None:
