@@ -23,6 +23,19 @@ MAX_LEVELS = 4      # ancestors above the parent tried as the placed one
 MAX_TRIES = 200
 
 
+class PlacedSelectors:
+    """`placed_selector` for a heal's nodes, none when the page carries a new copy of the record's values."""
+
+    def __init__(self, before: Page, after: Page, values: list[tuple[str, str | None]]) -> None:
+        self.before, self.after, self.values = before, after, values
+        self._copied: bool | None = None    # read once, and only when a placed selector is asked for
+
+    def pick(self, node: int, avoid_attr: str | None = None) -> str | None:
+        if self._copied is None:
+            self._copied = values_copied(self.before, self.after, self.values)
+        return None if self._copied else placed_selector(self.after, node, avoid_attr)
+
+
 def values_copied(before: Page, after: Page, values: list[tuple[str, str | None]]) -> bool:
     """Does the current page carry one of the record's old values in more places than the last good page did?
 
@@ -34,8 +47,9 @@ def values_copied(before: Page, after: Page, values: list[tuple[str, str | None]
 
 
 def _places(page: Page, value: str, attr: str | None) -> int:
+    """Hits of the value that hold no other hit: in document order, a hit holding another holds the next one."""
     hits = page.exact(value, attr)
-    return sum(1 for h in hits if not any(o != h and page.contains(h, o) for o in hits))
+    return sum(1 for h, nxt in zip(hits, [*hits[1:], -1]) if not (nxt >= 0 and page.contains(h, nxt)))
 
 
 def _placed(page: Page, i: int) -> list[Compound]:

@@ -49,7 +49,7 @@ from healerd.core.heal.merged_labels import merged_rival
 from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.number_kind import place_by_number
 from healerd.core.heal.path_align import place_by_path
-from healerd.core.heal.placed_selector import placed_selector, values_copied
+from healerd.core.heal.placed_selector import PlacedSelectors, placed_selector
 from healerd.core.heal.selectors import relaxed_first, single_selector
 from healerd.core.heal.single_candidates import (
     Candidate,
@@ -171,7 +171,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     new_fields = dict(bp.fields)
     changed: dict[str, str] = {}
     selector_for_node: dict[tuple[int, str | None], str | None] = {}
-    copied = values_copied(before, after, [(v, s.attr) for n, s in bp.fields.items() if (v := old_raw.get(n))])
+    placed = PlacedSelectors(before, after, [(v, s.attr) for n, s in bp.fields.items() if (v := old_raw.get(n))])
     for name, (status, cand, _why) in decisions.items():
         if status != "healed" or cand is None:
             continue
@@ -183,7 +183,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         if key not in selector_for_node:
             selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=attr)
                                       or relaxed_first(after, spec.css, cand.node)
-                                      or (None if copied else placed_selector(after, cand.node, avoid_attr=attr)))
+                                      or placed.pick(cand.node, attr))
         css = selector_for_node[key]
         if css is None:
             details.setdefault(name, {})["why"] = "found the node but no selector picks it out"
