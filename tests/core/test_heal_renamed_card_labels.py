@@ -15,14 +15,14 @@ BEFORE = (
                          for n, p, q in ROWS) + "</tbody></table></body></html>")
 
 
-def cards(price_label: str, qty_label: str) -> str:
+def cards(price_label: str, qty_label: str, rows: list[tuple[str, str, str]] = ROWS) -> str:
     """The table as cards of labelled pairs, every class hashed, the headers written anew."""
     return (
         "<html><body><h1>Stock</h1><div class='x7Fq'>" + "".join(
             f"<article class='k2Jd'><div class='a1'><span class='q9'>Product</span><span class='w3'>{n}</span></div>"
             f"<div class='a1'><span class='q9'>{price_label}</span><span class='w3'>{p}</span></div>"
             f"<div class='a1'><span class='q9'>{qty_label}</span><span class='w3'>{q}</span></div></article>"
-            for n, p, q in ROWS) + "</div></body></html>")
+            for n, p, q in rows) + "</div></body></html>")
 
 
 BP = Blueprint(items="#stock tbody tr.row", fields={
@@ -76,3 +76,15 @@ def test_a_rewording_keeps_every_old_word_and_adds_few():
     assert not label_renamed("storage limit", "storage used")    # an old word gone
     assert not label_renamed("qty", "qty left in the north warehouse")
     assert not label_renamed("", "anything")
+
+
+def test_a_reworded_label_counts_only_among_all_the_records():
+    """The list's values all changed; a "related" block copies two of the old records under reworded
+    labels. Its cards hold old values, but not every record: the rewording names no column there."""
+    new_rows = [("Mallet", "105", "61"), ("Hose reel", "133", "81"), ("Laser measure", "149", "71"), ("Level", "125", "91")]
+    related = cards("Price (current)", "Your qty", ROWS[:2]).split("<body>")[1].split("</body>")[0].replace("k2Jd", "r5Xy")
+    after = cards("Price", "Qty", new_rows).replace("</body>", f"<aside class='related'>{related}</aside></body>")
+    old = extract(BEFORE, BP).data
+    res = heal(BP, BEFORE, old, after)
+    assert not res.ok
+    assert "reworded" not in res.details["qty"]["why"]

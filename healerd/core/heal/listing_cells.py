@@ -8,8 +8,9 @@ no chance repeats, show how the old cells map onto the new children: when each o
 every sampled record, under the child at its old cell's index, and the record has as many children
 as the old row had cells, the short field's node under its own old cell's index is the field's too.
 
-Only a check of what `listing_fields` proposed (the selector giving most records' values): a record
-whose value is not there, a field found by value in another cell, a record of another width, a node
+Only a check of what `listing_fields` proposed (the selector giving most records' values), and only
+when the containers hold every last good record, each once (a "related" block copying some of them
+is no grid of the records): a record whose value is not there, a field found by value in another cell, a record of another width, a node
 labelled as another field was, a cell saying more than the value ("3 reviews"; a card's labelled pair
 says its key too), and the field stays refused. Text fields only. The evidence is the place and the value, not a name: the heal is staged
 (confidence `ALIGNED_CONFIDENCE`, under the Deployer's promotion bar) for a person to approve.
@@ -44,8 +45,8 @@ def aligned_cell(before: Page, old_containers: list[int], after: Page, container
     `found`: the other fields' new selectors, healed or kept; those with long old values (not all
     short ones, found by chance) are the anchors.
     """
-    if len(old_containers) != len(old_raw) or len(containers) != len(records):
-        return None
+    if len(old_containers) != len(old_raw) or len(containers) != len(records) or sorted(records) != list(range(len(old_raw))):
+        return None     # every last good record found again, once: a block copying some of them is no grid of them
     anchors = [f for f, f_css in found.items() if f != name and _long_values(old_raw, f)]
     if not anchors:
         return None

@@ -160,6 +160,8 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         if net < max(1, round(0.8 * have)):
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
     labelled = _labelled_alike(after, containers, sample, css, fp) if fp is not None else None
+    if labelled == "renamed" and sorted(records) != list(range(len(old_raw))):
+        labelled = None     # a reworded label names the column only among all the last good records
     if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and labelled is None:
         return "ambiguous", None, f"{SHORT_UNLIKE} (likeness {sim:.2f})", {"proposal": css}
     if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
