@@ -38,14 +38,15 @@ def test_a_table_rewritten_as_cards_heals_by_the_pairs_labels():
     assert [(r["name"], r["price"], r["qty"]) for r in got] == [(n, int(p), int(q)) for n, p, q in ROWS]
 
 
-def test_cards_without_the_labels_stay_refused():
-    """Short numbers in unlike nodes and nothing naming them: which is the price is a guess."""
+def test_cards_without_the_labels_are_never_promoted():
+    """Short numbers in unlike nodes and nothing naming them: no label takes them. At most their old
+    cells do (listing_cells), a place and not a name: staged below the Deployer's bar (0.75)."""
     bare = AFTER.replace("<span class='q9'>Product</span>", "").replace("<span class='q9'>Price</span>", "") \
                 .replace("<span class='q9'>Qty</span>", "")
     old = extract(BEFORE, BP).data
     res = heal(BP, BEFORE, old, bare)
-    assert not res.ok
-    assert "price" in res.reason
+    assert not res.ok or res.confidence < 0.75
+    assert "label" not in res.details["price"]["why"]
 
 
 def test_a_pair_value_is_labelled_by_its_key():

@@ -12,9 +12,25 @@ peers, not a name and its value).
 
 from __future__ import annotations
 
+import re
+
 # holders whose children are peers (items, cells, options), never a name and its value
 PEER_HOLDERS = frozenset({"ul", "ol", "menu", "nav", "dl", "table", "thead", "tbody", "tfoot", "tr", "select",
                           "datalist", "optgroup", "colgroup"})
+
+
+_WORD = re.compile(r"[^\W_]+")
+MAX_ADDED_WORDS = 2     # "Storage" -> "Your storage", "Price (current)": a few words added, none taken away
+
+
+def label_renamed(old: str, new: str) -> bool:
+    """Is `new` the old label reworded, every old word kept and at most two added ("Your storage")?
+
+    Both labels normalised (`fingerprint.norm_label`). A renamed column header still names its
+    column; a label sharing only part of the old one's words ("Storage used" for "Storage limit") does not.
+    """
+    was, now = _WORD.findall(old), _WORD.findall(new)
+    return bool(was) and new != old and set(was) <= set(now) and len(now) - len(was) <= MAX_ADDED_WORDS
 
 
 def is_label_pair(holder_tag: str, child_tags: list[str], value_pos: int, key_is_text_only: bool) -> bool:

@@ -25,6 +25,7 @@ from healerd.core.heal.fingerprint import (
     fingerprint,
 )
 from healerd.core.heal.listing_anchor import one_field_reads_every_record
+from healerd.core.heal.listing_cells import ALIGNED_CONFIDENCE, aligned_cell
 from healerd.core.heal.listing_containers import (
     _containers_by_shape,
     _containers_hold_records,
@@ -33,7 +34,7 @@ from healerd.core.heal.listing_containers import (
     _lowest_common,
     _passed_over_context,
 )
-from healerd.core.heal.listing_fields import _field_in_containers
+from healerd.core.heal.listing_fields import SHORT_UNLIKE, _field_in_containers
 from healerd.core.heal.listing_kinds import _OldKinds, _spread
 from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
 from healerd.core.heal.listing_siblings import all_of_tag, through_siblings_change
@@ -228,6 +229,9 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
             new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
     # fields whose values changed, judged through the change of node their siblings found by value show
     by_value = {n: new_fields[n].css for n, (st, _w) in decisions.items() if st in ("healed", "kept") and n in new_fields}
+    if records is not None:
+        _place_by_cells(bp, before, old_containers, after, containers, records, old_raw, by_value, new_fields,
+                        decisions, details)
     for name, spec in bp.fields.items():
         carried = through_siblings_change(after, containers, fps, name, by_value) if decisions[name][0] == "gone" else None
         if carried is None:
@@ -277,6 +281,23 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
     conf = round(min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names]), 3)
     return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details,
                       extracted=got.raw)
+
+
+def _place_by_cells(bp: Blueprint, before: Page, old_containers: list[int], after: Page, containers: list[int],
+                    records: list[int], old_raw: list, by_value: dict[str, str], new_fields: dict[str, FieldSpec],
+                    decisions: dict[str, tuple[str, str]], details: dict[str, Any]) -> None:
+    """Short values refused in unlike places, taken when they sit in their old cell (`listing_cells`)."""
+    for name, spec in bp.fields.items():
+        proposal = details[name].get("proposal")
+        if decisions[name][0] != "ambiguous" or not proposal or not decisions[name][1].startswith(SHORT_UNLIKE):
+            continue
+        why = aligned_cell(before, old_containers, after, containers, records, old_raw, bp, name, proposal, by_value)
+        if why is None:
+            continue
+        why = f"{decisions[name][1]}, but {why}"
+        decisions[name] = ("healed", why)
+        details[name] = {"status": "healed", "why": why, "selector": proposal, "confidence": ALIGNED_CONFIDENCE}
+        new_fields[name] = FieldSpec(name, proposal, spec.type, spec.attr, spec.required)
 
 
 def _old_items_inside(after: Page, cur: list, containers: list[int], records: list[int], old_raw: list,

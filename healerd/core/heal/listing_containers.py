@@ -147,8 +147,19 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
     """New record containers: the widest nodes that hold one record's values and no other record's.
 
     None when no set of containers carries the records; a one-line reason (str) when two sets
-    carry them equally well and nothing tells them apart.
+    carry them equally well and nothing tells them apart. The containers' kind is their tag under
+    their parent's tag and classes; when no kind holds enough of the records, once more under
+    their parent's tag alone (`coarse`): classes that differ from one parent to the next (a
+    utility-class soup, `flex p-4 text-sm`) name no kind.
     """
+    found = _containers_of_a_kind(after, old_raw, bp, old_context, passed_over, coarse=False)
+    if found is None and len(old_raw) > 1:
+        found = _containers_of_a_kind(after, old_raw, bp, old_context, passed_over, coarse=True)
+    return found
+
+
+def _containers_of_a_kind(after: Page, old_raw: list, bp: Blueprint, old_context: set[str] | None,
+                          passed_over: set[str], coarse: bool) -> tuple[list[int], list[int]] | str | None:
     old_context = old_context or set()
     n_rec = len(old_raw)
     # positions (document order) of each record's value nodes, per ancestor
@@ -219,7 +230,7 @@ def _find_containers(after: Page, old_raw: list, bp: Blueprint, old_context: set
         if k is None:
             p = after.parent[a]
             k = sigs[a] = (after.tags[a], after.tags[p] if p >= 0 else "",
-                           tuple(sorted(after.classes(p))) if p >= 0 else ())
+                           tuple(sorted(after.classes(p))) if p >= 0 and not coarse else ())
         return k
     by_sig: dict[tuple, dict[int, tuple[int, int]]] = {}
     for r, cands in per_record.items():

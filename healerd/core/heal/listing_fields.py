@@ -23,15 +23,21 @@ from healerd.core.heal.fingerprint import (
     near_closeness,
     similarity,
 )
+from healerd.core.heal.label_pairs import label_renamed
 from healerd.core.heal.listing_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
 from healerd.core.heal.merged_labels import merged_label_field
 from healerd.core.heal.selectors import (
+    Compound,
     Selector,
     first_in,
     lexbor_first_in,
     relative_selectors,
     relaxations,
 )
+
+# a field told apart only by a label reworded from the old one: staged, not promoted
+RENAMED_LABEL_CONFIDENCE = 0.7
+SHORT_UNLIKE = "short values in unlike places"   # the refusal `listing_cells` may settle
 
 
 def _field_in_containers(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
@@ -126,6 +132,7 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
                     cands.append(sel)
         if len(seen) > 40:
             break
+    cands += [s for s in cell_selectors(after, containers, exact_sets) if s.css() not in seen]
     cands.sort(key=lambda s: s.cost)
     cands = relaxations(spec.css) + cands   # loosened old selectors first: they keep the author's intent
     scored = []
@@ -152,8 +159,11 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
         net = h - 2 * w
         if net < max(1, round(0.8 * have)):
             return "gone", None, f"the best selector finds only {net} of {have} records' values", {}
-    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and not _labelled_alike(after, containers, sample, css, fp):
-        return "ambiguous", None, f"short values in unlike places (likeness {sim:.2f})", {"proposal": css}
+    labelled = _labelled_alike(after, containers, sample, css, fp) if fp is not None else None
+    if labelled == "renamed" and sorted(records) != list(range(len(old_raw))):
+        labelled = None     # a reworded label names the column only among all the last good records
+    if fp is not None and sim < MIN_SIM_EXACT and _is_weak_all(wants) and labelled is None:
+        return "ambiguous", None, f"{SHORT_UNLIKE} (likeness {sim:.2f})", {"proposal": css}
     if fp is not None and sim < MIN_SIM_WEAK and _is_weak_all(wants):
         # a short value found again only in another kind of node (tag) that was another part of the
         # old records (a parameter's name in the parameter list, where the signature's changed)
@@ -163,20 +173,59 @@ def _field_in_containers(after: Page, containers: list[int], records: list[int] 
             return "ambiguous", None, (f"short values found only in nodes like another part of the old records "
                                        f"({css!r}, likeness {sim:.2f})"), {"proposal": css}
     conf = (0.4 + 0.3 * min(1.0, net / max(present, 1)) + 0.3 * min(1.0, sim + 0.3)) if present else 0.5
-    return "healed", css, f"finds {h} of {len(containers)} records' values", {
+    why = f"finds {h} of {len(containers)} records' values"
+    if sim < MIN_SIM_EXACT and _is_weak_all(wants) and labelled == "renamed":
+        # short values told apart only by a label reworded from the old one: weaker than the old
+        # label itself, so below the Deployer's bar (staged for a person)
+        conf, why = min(conf, RENAMED_LABEL_CONFIDENCE), f"{why}, under a label reworded from the old one"
+    return "healed", css, why, {
         "selector": css, "likeness": round(sim, 3), "confidence": round(min(conf, 1.0), 3)}
 
 
-def _labelled_alike(after: Page, containers: list[int], sample: list[int], css: str, fp: Fingerprint) -> bool:
+def cell_selectors(after: Page, containers: list[int], exact_sets: list[set[int]]) -> list[Selector]:
+    """The value's cell named by its place in the row, "the k-th of n" (`div:nth-child(2):nth-last-child(3)`).
+
+    Inside a container, lexbor's first match may be the container itself: a row that is the second
+    child of its grid is `div:nth-child(2)` as much as its second cell is. A row of n cells is never
+    also the k-th of n of its own parent unless the grid has as many rows as the row has cells, so
+    naming the place from both ends tells the cell from the row that holds it. From the first
+    container holding the value: the cell, and the value's tag inside it when it lies deeper.
+    """
+    for c, s in zip(containers, exact_sets):
+        out = []
+        for t in sorted(s)[:2]:
+            cell = t
+            while cell >= 0 and after.parent[cell] != c:
+                cell = after.parent[cell]
+            if cell < 0:
+                continue
+            kids = after.children[c]
+            k = kids.index(cell)
+            placed = Compound(tag=after.tags[cell], nth_child=k + 1, nth_last=len(kids) - k, cost=4.6)
+            out.append(Selector((placed,)) if cell == t else Selector((placed, Compound(tag=after.tags[t])), (" ",)))
+        return out
+    return []
+
+
+def _labelled_alike(after: Page, containers: list[int], sample: list[int], css: str, fp: Fingerprint) -> str | None:
     """Does every sampled record name the node the selector finds by the old node's label?
 
     Short values found in unlike nodes (a table's cells now a card's labelled pairs) are the
-    field's own when each sits under the label its old column or field had.
+    field's own when each sits under the label its old column or field had ("same"), or under
+    one label, the same in every record, reworded from it ("renamed": `label_pairs.label_renamed`,
+    "Storage" become "Your storage"); else None.
     """
     if not fp.label or fp.label_kind not in STRONG_LABEL_KINDS:
-        return False
+        return None
     found = [lexbor_first_in(after, containers[k], css) for k in sample]
-    return len(found) >= 2 and all(n is not None and after.label(n) == fp.label for n in found)
+    if len(found) < 2 or any(n is None for n in found):
+        return None
+    labels = {after.label(n) for n in found if n is not None}
+    if labels == {fp.label}:
+        return "same"
+    if len(labels) == 1 and label_renamed(fp.label, next(iter(labels))):
+        return "renamed"
+    return None
 
 
 def _css(sel) -> str:

@@ -49,6 +49,7 @@ class Compound:
     nth_from: int = 0        # :nth-child(n+K): every element child from the K-th on (rows after a header)
     has: Compound | None = None   # :has(> child): an element child matching it (records told from siblings)
     not_class: str = ""           # :not(.name): a class only look-alike siblings carry ("promoted")
+    nth_last: int = 0             # :nth-last-child(K): with nth_child, "the k-th of n" (a cell of a fixed-width row)
 
     def css(self) -> str:
         out = self.tag
@@ -68,6 +69,8 @@ class Compound:
             out += f":has(> {self.has.css()})"
         if self.not_class:
             out += f":not(.{self.not_class})"
+        if self.nth_last:
+            out += f":nth-last-child({self.nth_last})"
         return out or "*"
 
     def matches(self, page: Page, i: int) -> bool:
@@ -94,6 +97,10 @@ class Compound:
                 return False
         if self.not_class and self.not_class in (a.get("class") or "").split():
             return False
+        if self.nth_last:
+            p = page.parent[i]
+            if p < 0 or len(page.children[p]) - page.children[p].index(i) != self.nth_last:
+                return False
         if self.has is not None:
             has = self.has
             return any(has.matches(page, k) for k in page.children[i])

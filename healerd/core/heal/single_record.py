@@ -49,6 +49,7 @@ from healerd.core.heal.merged_labels import merged_rival
 from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
 from healerd.core.heal.number_kind import place_by_number
 from healerd.core.heal.path_align import place_by_path
+from healerd.core.heal.placed_selector import PlacedSelectors, placed_selector
 from healerd.core.heal.selectors import relaxed_first, single_selector
 from healerd.core.heal.single_candidates import (
     Candidate,
@@ -170,6 +171,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     new_fields = dict(bp.fields)
     changed: dict[str, str] = {}
     selector_for_node: dict[tuple[int, str | None], str | None] = {}
+    placed = PlacedSelectors(before, after, [(v, s.attr) for n, s in bp.fields.items() if (v := old_raw.get(n))])
     for name, (status, cand, _why) in decisions.items():
         if status != "healed" or cand is None:
             continue
@@ -180,7 +182,8 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         key = (cand.node, attr)
         if key not in selector_for_node:
             selector_for_node[key] = (single_selector(after, cand.node, avoid_attr=attr)
-                                      or relaxed_first(after, spec.css, cand.node))
+                                      or relaxed_first(after, spec.css, cand.node)
+                                      or placed.pick(cand.node, attr))
         css = selector_for_node[key]
         if css is None:
             details.setdefault(name, {})["why"] = "found the node but no selector picks it out"
@@ -571,7 +574,8 @@ def _proposal(bp: Blueprint, after: Page, refused: list[str], decisions: dict, d
                 return None
         if node is None or node == after.index_of(root.css_first(spec.css)):
             continue
-        css = single_selector(after, node, avoid_attr=spec.attr) or relaxed_first(after, spec.css, node)
+        css = (single_selector(after, node, avoid_attr=spec.attr) or relaxed_first(after, spec.css, node)
+               or placed_selector(after, node, avoid_attr=spec.attr))
         if css is None:
             return None
         fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
