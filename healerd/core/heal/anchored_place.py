@@ -84,14 +84,55 @@ def _follow(before: Page, a_old: int, old: int, after: Page, a_new: int) -> list
             if i != a_new and not after.contains(i, a_new) and relative_path(after, a_new, i) == want]
 
 
+class OldText:
+    """Every text and attribute value of the last good page: what a new value must not be."""
+
+    def __init__(self, before: Page):
+        self.text = before.texts[0] if before.texts else ""
+        self.attrs = {v for a in before.attrs for v in a.values() if v}
+
+    def holds(self, value: str) -> bool:
+        return value in self.text or value in self.attrs
+
+
+def agreed_node(before: Page, old: int, after: Page, anchors: list[tuple[int, int]], attr: str | None) -> int | None:
+    """The one node giving a value that every anchor (old node, new node) reaches by its old path to `old`."""
+    if not anchors:
+        return None
+    found: set[int] | None = None
+    for a_old, a_new in anchors:
+        nodes = _follow(before, a_old, old, after, a_new)
+        hits = set(_innermost(after, [i for i in nodes if after.value(i, attr)]))
+        found = hits if found is None else found & hits
+        if not found:
+            return None
+    return next(iter(found)) if found and len(found) == 1 else None
+
+
+def acceptable(before: Page, old: int, was: str, after: Page, node: int, value: str, others: list[int],
+               old_text: OldText) -> bool:
+    """New text of the old kind at `node`, no other field's node, not its old parent's sentence, not relabelled."""
+    if len(value) < MIN_VALUE or value_kind(value) != value_kind(collapse(was)):
+        return False
+    if old_text.holds(value):
+        return False      # old text: a neighbour, a label or a copy in the removed field's place
+    if any(piece in value for piece in _said_around(before, old, collapse(was))):
+        return False      # the old node's parent read (the value taken out of its sentence): a container
+    if any(n == node or after.contains(n, node) or after.contains(node, n) for n in others):
+        return False      # another field's node, or one holding it
+    was_label, was_kind = before.label_info(old)
+    now_label, now_kind = after.label_info(node)
+    # named by another column header or label than the old node: another field
+    return not (was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was_label != now_label)
+
+
 def place_by_anchors(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict,
                      fps: dict[str, Fingerprint], decisions: dict) -> dict[str, tuple[Candidate, str]]:
     """Fields refused because their old value is gone, placed through the fields found again: name -> (candidate, why)."""
     anchors = _anchors(bp, after, old_nodes, old_raw, decisions)
     if not anchors:
         return {}
-    old_text = before.texts[0] if before.texts else ""
-    old_attrs = {v for a in before.attrs for v in a.values() if v}
+    old_text = OldText(before)
     placed: dict[str, tuple[Candidate, str]] = {}
     for name, (status, _cand, why) in decisions.items():
         spec = bp.fields[name]
@@ -100,32 +141,12 @@ def place_by_anchors(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
             continue
         mine = {a: n for a, n in anchors.items() if a != name and n[0] != old and not before.contains(old, n[0])
                 and not before.contains(n[0], old)}
-        if not mine:
+        node = agreed_node(before, old, after, list(mine.values()), spec.attr)
+        if node is None:
             continue
-        found: set[int] | None = None
-        for a_old, a_new in mine.values():
-            nodes = _follow(before, a_old, old, after, a_new)
-            hits = {i for i in _innermost(after, [i for i in nodes if after.value(i, spec.attr)])}
-            found = hits if found is None else found & hits
-            if not found:
-                break
-        if not found or len(found) != 1:
-            continue
-        node = next(iter(found))
         value = collapse(after.value(node, spec.attr))
-        if len(value) < MIN_VALUE or value_kind(value) != value_kind(collapse(was)):
+        if not acceptable(before, old, was, after, node, value, [n for _o, n in anchors.values()], old_text):
             continue
-        if value in old_text or value in old_attrs:
-            continue      # old text: a neighbour, a label or a copy in the removed field's place
-        if any(piece in value for piece in _said_around(before, old, collapse(was))):
-            continue      # the old node's parent read (the value taken out of its sentence): a container
-        others = [n for _o, n in anchors.values()]
-        if any(n == node or after.contains(n, node) or after.contains(node, n) for n in others):
-            continue      # another field's node, or one holding it
-        was_label, was_kind = before.label_info(old)
-        now_label, now_kind = after.label_info(node)
-        if was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was_label != now_label:
-            continue      # named by another column header or label than the old node
         sim = similarity(fps[name], after, node, value)
         cand = Candidate(node, sim, sim, False, KIND)
         placed[name] = (cand, f"{why}; placed as before relative to {', '.join(sorted(mine))} "
