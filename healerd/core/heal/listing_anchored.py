@@ -61,8 +61,8 @@ def place_in_records(before: Page, old_containers: list[int], after: Page, conta
                 continue      # not found again by its value in this record, or the same node as the field
             anchors.append((a_old, a_new))
         node = agreed_node(before, old, after, anchors, spec.attr)
-        if node is None:
-            return None
+        if node is None or node == c or not after.contains(c, node):
+            return None       # nothing agreed, or a node outside the record (another record's)
         value = collapse(after.value(node, spec.attr))
         if value != collapse(want) and after.exact(want, spec.attr, within=c):
             return None       # the record's old value is still in it, elsewhere: which node is the field is not told
