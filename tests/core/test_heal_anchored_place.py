@@ -13,7 +13,9 @@ from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.anchored_place import place_by_anchors
 from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.fingerprint import Page, fingerprint
+from healerd.core.heal.single_candidates import Candidate
+from healerd.core.heal.single_record import _confidence
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(fields={
@@ -60,14 +62,11 @@ def test_the_placement_alone_stays_under_the_promotion_threshold():
     old_nodes = {n: before.index_of(before.tree.css_first(s.css)) for n, s in BP.fields.items()}
     sku_node = after.index_of(after.tree.css_first("div.Card_code__x2"))
     title_node = after.index_of(after.tree.css_first("h1"))
-    from healerd.core.heal.fingerprint import fingerprint
-    from healerd.core.heal.single_candidates import Candidate
-    from healerd.core.heal.single_record import _confidence
     decisions = {"title": ("healed", Candidate(title_node, 1.0, 1.0, False, "exact"), "old value found"),
                  "sku": ("healed", Candidate(sku_node, 1.0, 1.0, False, "exact"), "old value found"),
                  "price": ("gone", None, "the old value is nowhere on the page")}
-    fps = {n: fingerprint(before, old_nodes[n], OLD[n] if n != "price" else "49.90") for n in BP.fields}
     raw = {"title": "Walnut Desk Lamp", "sku": "WDL-2231", "price": "49.90"}
+    fps = {n: fingerprint(before, old_nodes[n], raw[n]) for n in BP.fields}
     placed = place_by_anchors(BP, before, after, old_nodes, raw, fps, decisions)
     assert set(placed) == {"price"}
     cand, _why = placed["price"]
