@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal.anchored_place import OldText
 from healerd.core.heal.builtin import heal
+from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.listing_anchored import place_in_records
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(items="table.stations tbody tr", fields={
@@ -81,3 +84,17 @@ def test_a_record_still_holding_its_old_value_elsewhere_is_not_settled():
     rows = [(c, n, lv, ROWS[k][2] if k == 2 else b) for k, (c, n, lv, b) in enumerate(RENEWED)]
     res = heal(BP, BEFORE, OLD, restyled(rows))
     assert not res.ok or "placed as before" not in res.details.get("level", {}).get("why", "")
+
+
+def test_containers_that_left_a_record_out_are_no_ground_to_place_by_structure():
+    """The same restyle, but the container stage found three of the four records: nothing is placed."""
+    after = Page(restyled(RENEWED))
+    before = Page(BEFORE)
+    old_rows = [before.index_of(n) for n in before.tree.css(BP.items)]
+    rows = [after.index_of(n) for n in after.tree.css("tr.Row_row__a1")]
+    found = {"code": "td.x-a", "name": "td.x-b"}
+    raw = [{"code": c, "name": n, "level": lv} for c, n, lv, _b in ROWS]
+    assert place_in_records(before, old_rows, after, rows, [0, 1, 2, 3], raw, BP.fields, "level", found,
+                            OldText(before)) is not None
+    assert place_in_records(before, old_rows, after, rows[1:], [1, 2, 3], raw, BP.fields, "level", found,
+                            OldText(before)) is None

@@ -38,8 +38,8 @@ def place_in_records(before: Page, old_containers: list[int], after: Page, conta
     (name -> their new selector) in every record; None when one record does not settle it."""
     spec = fields[name]
     if (records is None or not containers or len(records) != len(containers) or len(containers) > MAX_RECORDS
-            or spec.css is None):
-        return None
+            or spec.css is None or len(containers) != len(old_raw)):
+        return None           # a record the containers left out (or one more) is no ground to place by structure
     nodes: list[int] = []
     for k, c in enumerate(containers):
         r = records[k]
