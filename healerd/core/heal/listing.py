@@ -25,6 +25,7 @@ from healerd.core.heal.fingerprint import (
     fingerprint,
 )
 from healerd.core.heal.listing_anchor import one_field_reads_every_record
+from healerd.core.heal.listing_anchored import place_changed_fields
 from healerd.core.heal.listing_cells import ALIGNED_CONFIDENCE, aligned_cell
 from healerd.core.heal.listing_containers import (
     _containers_by_shape,
@@ -243,6 +244,9 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
             details[name] = {"status": status, "why": why, **info,
                              "confidence": round(min(info.get("confidence", 0.8), 0.6), 3)}
             new_fields[name] = FieldSpec(name, css, spec.type, spec.attr, spec.required)
+    # fields whose values changed, placed as before relative to the fields found by value (staged)
+    place_changed_fields(before, old_containers, after, containers, records, old_raw, bp.fields, decisions, details,
+                         new_fields)
     # fields whose values changed follow the field they shared a node with
     for name, spec in bp.fields.items():
         if decisions[name][0] != "gone":

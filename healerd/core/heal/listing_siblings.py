@@ -42,8 +42,10 @@ def through_siblings_change(after: Page, containers: list[int], fps: dict[str, F
 
 
 def all_of_tag(after: Page, containers: list[int], css: str, tag: str) -> bool:
-    """The selector finds, in every container where it finds a node, one of `tag`: the field's node
-    changed as its siblings' did (a <td> become a <div> with them), not into a third kind."""
+    """The selector finds, in every container where it finds a node, one of `tag` inside it: the field's
+    node changed as its siblings' did (a <td> become a <div> with them), not into a third kind."""
     nodes = [lexbor_first_in(after, c, css) for c in containers]
+    if any(n == c for n, c in zip(nodes, containers)):
+        return False   # a selector that matches a record's own container (a row that is `:nth-child(3)`) reads it whole
     found = [n for n in nodes if n is not None]
     return bool(found) and all(after.tags[n] == tag for n in found)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal import neighbourhood
+from healerd.core.heal.anchored_place import place_by_anchors
 from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
@@ -121,6 +122,10 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
         details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
     # ... or, still alike, the tree around the old node: its ancestors' children (staged)
     _place_by_neighbourhood(bp, before, after, old_nodes, old_raw, fps, decisions, details)
+    # the old value gone: placed as before relative to the fields found again (staged)
+    for name, (cand, why) in place_by_anchors(bp, before, after, old_nodes, old_raw, fps, decisions).items():
+        decisions[name] = ("healed", cand, why)
+        details[name] = _detail("healed", cand, None, why, after, bp.fields[name])
 
     # fields whose value changed but whose old node was shared with a found field follow it
     for name, (status, _cand, _why) in list(decisions.items()):
