@@ -94,6 +94,12 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
     return res
 
 
+def _split_confidence(reason: str) -> tuple[str, str]:
+    """A heal's reason as (what it did, its " (confidence ...)" ending, "" when it has none)."""
+    head, sep, tail = reason.rpartition(" (confidence")
+    return (head, sep + tail) if sep else (reason, "")
+
+
 def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old: Any, got: Any) -> HealResult:
     """A low-confidence heal whose changed values `agreement.corroborated` backs: raised to CORROBORATED."""
     assert res.blueprint is not None
@@ -102,13 +108,13 @@ def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old:
         return res
     details = dict(res.details)
     for n, why in backed.items():
-        got = dict(details.get(n, {}), corroborated=why)
-        if "confidence" in got:
-            got["confidence"] = max(got["confidence"], CORROBORATED)
-        details[n] = got
-    head, sep, _tail = res.reason.rpartition(" (confidence")
-    reason = (head if sep else res.reason) + (f" (confidence {CORROBORATED:.2f}: {', '.join(backed)} corroborated "
-                                              f"by the alignment with the fields found again and new values)")
+        detail = dict(details.get(n, {}), corroborated=why)
+        if "confidence" in detail:
+            detail["confidence"] = max(detail["confidence"], CORROBORATED)
+        details[n] = detail
+    head, _confidence = _split_confidence(res.reason)
+    reason = head + (f" (confidence {CORROBORATED:.2f}: {', '.join(backed)} corroborated "
+                     f"by the alignment with the fields found again and new values)")
     return replace(res, confidence=CORROBORATED, details=details, reason=reason)
 
 
@@ -118,7 +124,7 @@ def _moved_to_twins(res: HealResult, bp: Blueprint, moved: list[str], after: Pag
            "own node, built alike, now says a changed value")
     conf = min(res.confidence, TWIN_CONFIDENCE)
     changed = {**res.changed, **{n: bp.fields[n].css or "" for n in moved}}
-    head = res.reason.rpartition(" (confidence")[0] or res.reason
+    head, _confidence = _split_confidence(res.reason)
     res = replace(res, blueprint=bp, changed=changed, confidence=conf,
                   reason=f"{head}; {why} (confidence {conf:.2f})")
     return res, extract_on(after, bp).raw
@@ -141,9 +147,9 @@ def _keep_in_place(bp: Blueprint, res: HealResult, kept: list[str], after: Page,
         return HealResult(True, bp, f"the blueprint still works: {why}", {}, unchanged=True, confidence=1.0), now
     new_bp = replace(res.blueprint, fields=fields)
     changed = {k: v for k, v in res.changed.items() if k not in kept}
-    head, sep, tail = res.reason.rpartition(" (confidence")
-    parts = [p for p in (head if sep else res.reason).split("; ") if p.split(" ", 1)[0].rstrip(":") not in kept]
-    reason = "; ".join([*parts, why]) + (sep + tail if sep else "")
+    head, confidence = _split_confidence(res.reason)
+    parts = [p for p in head.split("; ") if p.split(" ", 1)[0].rstrip(":") not in kept]
+    reason = "; ".join([*parts, why]) + confidence
     res = replace(res, blueprint=new_bp, changed=changed, reason=reason)
     return res, extract_on(after, new_bp).raw
 
