@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.anchored_place import OldText
+from healerd.core.heal.agreement import OldText
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.listing_anchored import place_in_records

@@ -101,7 +101,18 @@ def relative_path(page: Page, anchor: int, node: int) -> Path:
     return (_down(page, top, anchor), _down(page, top, node))
 
 
-def _relabelled(before: Page, old: int, after: Page, new: int) -> bool:
+class OldText:
+    """Every text and attribute value of the last good page: what a new value must not be."""
+
+    def __init__(self, before: Page):
+        self.text = before.texts[0] if before.texts else ""
+        self.attrs = {v for a in before.attrs for v in a.values() if v}
+
+    def holds(self, value: str) -> bool:
+        return value in self.text or value in self.attrs
+
+
+def relabelled(before: Page, old: int, after: Page, new: int) -> bool:
     """Both nodes named by a label that names one field (column header, <label>, <dt>), and not the same."""
     was, was_kind = before.label_info(old)
     now, now_kind = after.label_info(new)
@@ -144,8 +155,7 @@ def corroborated(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
         return None
     old_nodes = {n: _nodes(before, old_roots, old_bp.fields[n]) for n in names}
     new_nodes = {n: _nodes(after, new_roots, new_bp.fields[n]) for n in names}
-    old_text = before.texts[0] if before.texts else ""
-    old_attrs = {v for a in before.attrs for v in a.values() if v}
+    old_text = OldText(before)
     for k, (old, new) in enumerate(zip(old_rows, new_rows)):
         held = [a for a in anchors if _norm(old.get(a)) is not None]
         if not held:
@@ -154,14 +164,14 @@ def corroborated(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
             value, was = _norm(new.get(name)), _norm(old.get(name))
             if value is None or was is None or len(value) < MIN_VALUE:
                 return None
-            if value in old_text or value in old_attrs or value_kind(value) != value_kind(was):
+            if old_text.holds(value) or value_kind(value) != value_kind(was):
                 return None      # old text (a neighbour's, a decoy's, a label's) or another kind of value
             if any(_newly_nested(value, was, _norm(new.get(n)), _norm(old.get(n))) for n in names if n != name):
                 return None      # it reads a sibling field's text, or a sibling reads it, as it did not before
             before_node, after_node = old_nodes[name][k], new_nodes[name][k]
             if before_node is None or after_node is None:
                 return None
-            if _relabelled(before, before_node, after, after_node):
+            if relabelled(before, before_node, after, after_node):
                 return None      # named by another label or column header than on the last good page
             for a in held:
                 a_old, a_new = old_nodes[a][k], new_nodes[a][k]

@@ -19,8 +19,8 @@ promotion threshold (`agreement` may corroborate the heal, as for any changed va
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint
-from healerd.core.heal.agreement import MIN_VALUE, relative_path
-from healerd.core.heal.evidence import STRONG_LABEL_KINDS, value_kind
+from healerd.core.heal.agreement import MIN_VALUE, OldText, relabelled, relative_path
+from healerd.core.heal.evidence import value_kind
 from healerd.core.heal.fingerprint import Fingerprint, Page, collapse, similarity
 from healerd.core.heal.single_candidates import Candidate
 
@@ -84,17 +84,6 @@ def _follow(before: Page, a_old: int, old: int, after: Page, a_new: int) -> list
             if i != a_new and not after.contains(i, a_new) and relative_path(after, a_new, i) == want]
 
 
-class OldText:
-    """Every text and attribute value of the last good page: what a new value must not be."""
-
-    def __init__(self, before: Page):
-        self.text = before.texts[0] if before.texts else ""
-        self.attrs = {v for a in before.attrs for v in a.values() if v}
-
-    def holds(self, value: str) -> bool:
-        return value in self.text or value in self.attrs
-
-
 def agreed_node(before: Page, old: int, after: Page, anchors: list[tuple[int, int]], attr: str | None) -> int | None:
     """The one node giving a value that every anchor (old node, new node) reaches by its old path to `old`."""
     if not anchors:
@@ -120,10 +109,7 @@ def acceptable(before: Page, old: int, was: str, after: Page, node: int, value: 
         return False      # the old node's parent read (the value taken out of its sentence): a container
     if any(n == node or after.contains(n, node) or after.contains(node, n) for n in others):
         return False      # another field's node, or one holding it
-    was_label, was_kind = before.label_info(old)
-    now_label, now_kind = after.label_info(node)
-    # named by another column header or label than the old node: another field
-    return not (was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was_label != now_label)
+    return not relabelled(before, old, after, node)   # named by another column header or label: another field
 
 
 def place_by_anchors(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict,

@@ -22,7 +22,8 @@ from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import FieldSpec
-from healerd.core.heal.anchored_place import OldText, acceptable, agreed_node
+from healerd.core.heal.agreement import OldText
+from healerd.core.heal.anchored_place import acceptable, agreed_node
 from healerd.core.heal.fingerprint import Page, collapse
 from healerd.core.heal.selectors import lexbor_first_in, relative_selectors
 
