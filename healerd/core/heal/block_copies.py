@@ -221,8 +221,8 @@ def copied_records(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Pa
     """
     if not old_bp.items or not new_bp.items or new_bp.items == old_bp.items or not old_raw:
         return None
-    kept, moved = _all(after, old_bp.items), _all(after, new_bp.items)
-    olds = _all(before, old_bp.items)
+    kept, moved = after.all_matching(old_bp.items), after.all_matching(new_bp.items)
+    olds = before.all_matching(old_bp.items)
     if len(kept) != len(old_raw) or not moved or len(moved) > len(kept) or not olds:
         return None
     if any(after.contains(k, m) or after.contains(m, k) for k in kept for m in moved):
@@ -250,13 +250,6 @@ def copied_records(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Pa
             "where the records' values changed in place)"), in_place
 
 
-def _all(page: Page, css: str) -> list[int]:
-    try:
-        return [i for i in (page.index_of(n) for n in page.tree.css(css)) if i is not None]
-    except Exception:   # a selector lexbor cannot read finds nothing
-        return []
-
-
 def _record_says(after: Page, rec: int, spec: FieldSpec, value: str) -> tuple[int, bool] | None:
     """(0 the record says the old value, 1 a changed one close to it; read by the field's selector), or None."""
     node = after.first_in(rec, spec.css) if spec.css else None
@@ -279,7 +272,7 @@ def copied_group(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
     """
     if not old_bp.items or not new_bp.items or not isinstance(got, list) or not old_raw:
         return None
-    olds, news = _all(before, old_bp.items), _all(after, new_bp.items)
+    olds, news = before.all_matching(old_bp.items), after.all_matching(new_bp.items)
     if len(news) <= len(olds) or len(news) != len(got):
         return None
     old_parents = {before.parent[c] for c in olds}

@@ -247,6 +247,13 @@ class Page:
             out.append(hits[k] if k < len(hits) and hits[k] < end[c] else None)
         return out
 
+    def all_matching(self, css: str) -> list[int]:
+        """Every element matching `css`, in document order; none for a selector lexbor cannot read."""
+        try:
+            return self._all_matches(css)
+        except Exception:
+            return []
+
     def _all_matches(self, css: str) -> list[int]:
         """Every element matching `css`, in document order (one lexbor pass over the page, kept)."""
         hits = self._matches.get(css)
