@@ -18,7 +18,6 @@ Every refusal is `UnsafePath`, one line naming the path and its owner.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import stat
@@ -107,8 +106,16 @@ def open_for_append(path: str, what: str = "feed file") -> int:
     try:
         fd = os.open(path, APPEND_FLAGS, 0o600)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK, errno.ENODEV):
-            raise _refuse(what, path, _describe(path) + "; healerd writes to regular files only") from None
+        # A link (ELOOP, or EACCES in a sticky directory), a FIFO without a reader (ENXIO), ...
+        try:
+            st = os.lstat(path)
+        except OSError:
+            raise exc from None
+        problem = path_trust.written_file_problem(st.st_uid, st.st_mode, os.geteuid(), owner_name)
+        if stat.S_ISLNK(st.st_mode):
+            problem = _describe(path) + "; healerd writes to regular files only"
+        if problem:
+            raise _refuse(what, path, problem) from None
         raise
     try:
         st = os.fstat(fd)
@@ -133,8 +140,8 @@ def open_private_dir(path: str, what: str) -> int:
         pass
     try:
         fd = os.open(path, DIR_FLAGS)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+    except OSError:
+        if os.path.lexists(path):
             raise _refuse(what, path, _describe(path)) from None
         raise
     try:

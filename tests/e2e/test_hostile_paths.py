@@ -1,0 +1,74 @@
+"""Paths another local user (nobody) can shape, against the real daemon running as root.
+
+JSON Lines feeds under a world-writable directory: a directory replaced by a symlink, a feed
+file pre-created by that user, a FIFO in its place. Each such feed is refused with one line
+naming the path and the owner (its error in `healerctl feeds`, one alert); nothing is written
+through them; the other feeds and the sources carry on, and a feed file the daemon made itself
+is appended to again after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+from tests.support.daemon import FAST_CONFIG
+from tests.support.other_user import NOBODY, as_other_user, needs_root, shared_dir
+from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
+
+pytestmark = needs_root
+
+
+def _feed(name: str, path: str) -> str:
+    return f'\n[[feeds]]\nname = "{name}"\nkind = "jsonl"\npath = "{path}"\n'
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_feeds_refuse_paths_another_user_shaped_and_the_others_carry_on(site, daemon_factory, tmp_path):
+    shared = shared_dir(tmp_path / "shared")              # like /tmp: anyone may add names
+    root_only = tmp_path / "root-only"
+    root_only.mkdir(mode=0o700)
+    as_other_user(f"ln -s {root_only} {shared}/linked && touch {shared}/pre.jsonl && chmod 666 {shared}/pre.jsonl "
+                  f"&& mkfifo -m 666 {shared}/fifo.jsonl")
+    good = tmp_path / "good"
+    cfg = (FAST_CONFIG + _feed("linked", f"{shared}/linked/{{source}}.jsonl") + _feed("pre", f"{shared}/pre.jsonl")
+           + _feed("fifo", f"{shared}/fifo.jsonl") + _feed("good", f"{good}/{{source}}.jsonl")
+           + _feed("mine", f"{shared}/mine/{{source}}.jsonl"))
+    site.page("/stats", listing_v1())
+    d = daemon_factory(cfg).start()
+    bp = write_blueprint(tmp_path / "s.json", site.url("/stats"), LISTING_BP)
+    assert d.ctl("add", "scores", "--blueprint", bp).returncode == 0
+    bad = {"linked": f"{shared}/linked", "pre": f"{shared}/pre.jsonl", "fifo": f"{shared}/fifo.jsonl"}
+
+    def settled():
+        feeds = {f["name"]: f for f in d.ctl_json("feeds")}
+        return feeds if all(feeds[n]["last_error"] for n in bad) and feeds["good"]["backlog"] == 0 \
+            and feeds["mine"]["backlog"] == 0 else None
+
+    feeds = d.wait_for(settled, timeout=60, what="the bad feeds refused, the good ones delivered")
+    for name, path in bad.items():
+        error = feeds[name]["last_error"]
+        assert "\n" not in error and error.startswith("refusing the feed file ") and path in error, error
+        assert "nobody (uid 65534)" in error, error
+        assert feeds[name]["backlog"] >= 1
+    assert os.listdir(root_only) == []                                  # nothing written through the link
+    assert (tmp_path / "shared" / "pre.jsonl").read_text() == ""        # nor appended to their file
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "shared" / "fifo.jsonl").st_mode)
+    assert [x["source"] for x in _lines(good / "scores.jsonl")] == ["scores"]
+    mine = tmp_path / "shared" / "mine"          # made by the daemon in the shared directory: its own
+    assert os.stat(mine).st_uid == 0 and [x["source"] for x in _lines(mine / "scores.jsonl")] == ["scores"]
+    alerts = [a for a in d.alerts() if (a.get("details") or {}).get("cause") == "feed"]
+    assert sorted(a["details"]["feed"] for a in alerts) == sorted(bad)   # one each
+    assert d.state_of("scores") == "ACTIVE"
+    # The files it made are its own: appended to again after a restart.
+    d.stop()
+    d.start()
+    assert d.ctl("run", "scores").returncode == 0
+    d.wait_for(lambda: len(_lines(good / "scores.jsonl")) == 2 and len(_lines(mine / "scores.jsonl")) == 2,
+               timeout=60, what="a second line in the daemon's own feed files")
+    assert all(f["last_error"] is None for f in d.ctl_json("feeds") if f["name"] in ("good", "mine"))
+    assert os.lstat(tmp_path / "shared" / "pre.jsonl").st_uid == NOBODY
