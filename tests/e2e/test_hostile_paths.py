@@ -72,3 +72,41 @@ def test_feeds_refuse_paths_another_user_shaped_and_the_others_carry_on(site, da
                timeout=60, what="a second line in the daemon's own feed files")
     assert all(f["last_error"] is None for f in d.ctl_json("feeds") if f["name"] in ("good", "mine"))
     assert os.lstat(tmp_path / "shared" / "pre.jsonl").st_uid == NOBODY
+
+
+def _peak_rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+
+def test_sources_dir_reads_regular_files_only_capped_and_never_waits(site, daemon_factory, tmp_path):
+    """A FIFO, a 1 GB sparse file, nobody's link to a root-only file and nobody's broken file in
+    sources_dir: the daemon gets ready, each is one line in `reload`'s answer (no key name of
+    the root-only file, nor of nobody's), the good source is scraped, the memory stays small."""
+    site.page("/stats", listing_v1())
+    folder = shared_dir(tmp_path / "sources.d")
+    secret = tmp_path / "root-only.toml"
+    secret.write_text('api_token_of_root = "x"\n')
+    os.chmod(secret, 0o600)
+    write_blueprint(tmp_path / "good.json", site.url("/stats"), LISTING_BP)
+    os.rename(tmp_path / "good.json", f"{folder}/good.json")
+    with open(f"{folder}/huge.json", "wb") as fh:
+        fh.truncate(1 << 30)
+    as_other_user(f"cd {folder} && mkfifo -m 666 fifo.toml && ln -s {secret} stolen.toml "
+                  f"&& printf 'url = \"http://x/\"\\nnobodys_key_name = 1\\n' > theirs.toml")
+    d = daemon_factory(FAST_CONFIG.replace("[daemon]", f'[daemon]\nsources_dir = "{folder}"')).start()
+    d.wait_for(lambda: " ready: " in d.log(), what="readiness with a FIFO in sources_dir")
+    d.wait_for(lambda: d.ctl_json("status", "good")["state"] == "ACTIVE", what="the good source scraped")
+    r = d.ctl("reload")
+    assert r.returncode == 1 and "reloaded: added none; changed none; removed none" in r.stdout, r.stdout + r.stderr
+    lines = {line.split(": ")[2]: line for line in r.stderr.splitlines()}
+    assert sorted(lines) == ["fifo.toml", "huge.json", "stolen.toml", "theirs.toml"], r.stderr
+    assert "FIFO (named pipe) owned by nobody (uid 65534)" in lines["fifo.toml"]
+    assert "1,073,741,824 bytes, over the limit of 1,000,000 (sources_max_bytes)" in lines["huge.json"]
+    assert "symbolic link owned by nobody (uid 65534)" in lines["stolen.toml"]
+    assert "details withheld" in lines["theirs.toml"]
+    for text in (r.stderr, d.log()):
+        assert "api_token_of_root" not in text and "nobodys_key_name" not in text
+    assert _peak_rss_kb(d.proc.pid) < 400_000       # the 1 GB file was never read
+    assert ": ok" in d.ctl("run", "good").stdout      # scraping goes on
+    assert [s["name"] for s in d.ctl_json("status")] == ["good"]
