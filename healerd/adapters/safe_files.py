@@ -133,7 +133,9 @@ def open_for_append(path: str, what: str = "feed file") -> int:
 
 def open_private_dir(path: str, what: str) -> int:
     """An fd of the directory `path` of this process's user, created 0700 when missing, mode set
-    through the fd; a link, another user's directory or anything else is refused."""
+    through the fd; a link, another user's directory or anything else is refused. Missing
+    directories above it are made 0700 (a pool given a state dir not made yet)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), 0o700, exist_ok=True)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
