@@ -4,7 +4,8 @@ JSON Lines feeds under a world-writable directory: a directory replaced by a sym
 file pre-created by that user, a FIFO in its place. Each such feed is refused with one line
 naming the path and the owner (its error in `healerctl feeds`, one alert); nothing is written
 through them; the other feeds and the sources carry on, and a feed file the daemon made itself
-is appended to again after a restart.
+is appended to again after a restart. The sources directory: a FIFO, a 1 GB file, links and
+files of nobody's. The browser worker's directory, without a mount namespace.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 
-from tests.support.daemon import FAST_CONFIG
+import pytest
+
+from healerd.adapters.browser import find_executable
+from tests.support.daemon import FAST_CONFIG, DaemonProc
 from tests.support.other_user import NOBODY, as_other_user, needs_root, shared_dir
 from tests.support.sitepages import LISTING_BP, listing_v1, write_blueprint
 
@@ -110,3 +115,60 @@ def test_sources_dir_reads_regular_files_only_capped_and_never_waits(site, daemo
     assert _peak_rss_kb(d.proc.pid) < 400_000       # the 1 GB file was never read
     assert ": ok" in d.ctl("run", "good").stdout      # scraping goes on
     assert [s["name"] for s in d.ctl_json("status")] == ["good"]
+
+
+NO_MOUNT_NS = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(24, 21, 0, 0, 0); "   # PR_CAPBSET_DROP CAP_SYS_ADMIN
+               "os.execv(sys.argv[1], sys.argv[1:])")
+
+
+class NoMountNamespaceDaemon(DaemonProc):
+    """The daemon as root in a container without CAP_SYS_ADMIN: its browser worker gets no mount namespace."""
+
+    def start(self, wait: float = 20.0):
+        from tests.support import daemon as support_daemon
+
+        real = support_daemon.bin_cmd
+        support_daemon.bin_cmd = lambda name: ([sys.executable, "-c", NO_MOUNT_NS] + real(name) if name == "healerd"
+                                               else real(name))
+        try:
+            return super().start(wait)
+        finally:
+            support_daemon.bin_cmd = real
+
+
+@pytest.mark.skipif(find_executable() is None, reason="no Chromium here")
+def test_the_browser_work_directory_race_changes_nothing_outside(site, tmp_path):
+    """nobody plants links to a directory of root's at every /tmp name the old fallback would
+    have used next: the daemon's browser source is scraped, nothing planted changes owner or
+    mode, and after a clean stop the worker left no directory anywhere."""
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    start = os.getpid()
+    planted = [f"/tmp/healerd-browser-{pid}" for pid in range(start, start + 600)
+               if not os.path.lexists(f"/tmp/healerd-browser-{pid}")]
+    as_other_user(f"for p in {' '.join(planted)}; do ln -s {victim} $p; done")
+    before = (os.stat(victim).st_uid, os.stat(victim).st_mode)
+    ours_before = {n for n in os.listdir("/tmp") if n.startswith("healerd-browser-")}
+    site.page("/stats", listing_v1())
+    d = NoMountNamespaceDaemon(tmp_path / "d")
+    try:
+        d.start()
+        bp = write_blueprint(tmp_path / "b.json", site.url("/stats"), dict(LISTING_BP, fetch="browser",
+                                                                          wait_for="tr"))
+        r = d.ctl("add", "js", "--blueprint", bp)
+        assert r.returncode == 0, r.stderr + d.log()[-3000:]
+        assert d.ctl_json("status", "js")["state"] == "ACTIVE"
+        made = {n for n in os.listdir("/tmp") if n.startswith("healerd-browser-")} - ours_before
+        assert len(made) == 1 and f"/tmp/{made.pop()}" not in planted   # a fresh name, not a planted one
+        assert d.stop() == 0
+        assert [n for n in os.listdir("/tmp") if n.startswith("healerd-browser-")
+                and n not in ours_before] == []
+        assert os.listdir(d.state / "browser") == []
+        assert (os.stat(victim).st_uid, os.stat(victim).st_mode) == before and os.listdir(victim) == []
+        for link in planted:
+            assert os.readlink(link) == str(victim) and os.lstat(link).st_uid == NOBODY
+    finally:
+        d.stop()
+        for link in planted:
+            if os.path.islink(link):
+                os.unlink(link)
