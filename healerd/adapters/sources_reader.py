@@ -12,7 +12,6 @@ the others.
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,22 +45,44 @@ def _read_one(folder: str, name: str, limit: int) -> Read:
 
 
 class _Reader(threading.Thread):
+    """Reads names[start:] in order into `ready` (at most AHEAD waiting), under `cond`."""
+
     def __init__(self, folder: str, names: list[str], start: int, limit: int):
         super().__init__(name="healerd-sources-reader", daemon=True)
         self.folder, self.names, self.index, self.limit = folder, names, start, limit
-        self.out: queue.Queue[Read] = queue.Queue(AHEAD)
-        self.abandoned = threading.Event()
+        self.cond = threading.Condition()
+        self.ready: list[Read] = []
+        self.abandoned = False
 
     def run(self) -> None:
-        while self.index < len(self.names) and not self.abandoned.is_set():
-            read = _read_one(self.folder, self.names[self.index], self.limit)
-            while not self.abandoned.is_set():
-                try:
-                    self.out.put(read, timeout=0.5)
-                    break
-                except queue.Full:
-                    continue
-            self.index += 1
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: self.abandoned or len(self.ready) < AHEAD)
+                if self.abandoned or self.index >= len(self.names):
+                    return
+                name = self.names[self.index]
+            read = _read_one(self.folder, name, self.limit)
+            with self.cond:
+                if self.abandoned:
+                    return
+                self.ready.append(read)
+                self.index += 1
+                self.cond.notify_all()
+
+    def take(self, deadline: float) -> list[Read]:
+        """What was read since the last take, waiting up to `deadline` for one file; [] when none came."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.ready, timeout=deadline)
+            batch, self.ready = self.ready, []
+            self.cond.notify_all()
+            return batch
+
+    def abandon(self) -> int:
+        """Stop this reader; the index of the file it is stuck on."""
+        with self.cond:
+            self.abandoned = True
+            self.cond.notify_all()
+            return self.index
 
 
 def read_files(folder: str, names: list[str], limit: int, deadline: float = READ_DEADLINE_S) -> Iterator[Read]:
@@ -71,20 +92,20 @@ def read_files(folder: str, names: list[str], limit: int, deadline: float = READ
     reader.start()
     try:
         while done < len(names):
-            try:
-                read = reader.out.get(timeout=deadline)
-            except queue.Empty:
-                # The reader is stuck on names[done]: given up, and a new one starts after it.
-                reader.abandoned.set()
-                path = os.path.join(folder, names[done])
-                read = Read(names[done], None, f"refusing the blueprint file {path}: not read within "
-                                               f"{deadline:g}s (skipped)", False)
-                reader = _Reader(folder, names, done + 1, limit)
+            batch = reader.take(deadline)
+            if not batch:
+                # The reader is stuck on one file: given up, and a new one starts after it.
+                stuck = reader.abandon()
+                path = os.path.join(folder, names[stuck])
+                batch = [Read(names[stuck], None, f"refusing the blueprint file {path}: not read within "
+                                                  f"{deadline:g}s (skipped)", False)]
+                reader = _Reader(folder, names, stuck + 1, limit)
                 reader.start()
-            yield read
-            done += 1
+            for read in batch:
+                yield read
+                done += 1
     finally:
-        reader.abandoned.set()
+        reader.abandon()
 
 
 def blueprint_of(read: Read, folder: str) -> Blueprint:

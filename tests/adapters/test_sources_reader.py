@@ -53,3 +53,13 @@ def test_an_error_quotes_the_file_only_when_root_or_the_daemon_owns_it(tmp_path)
     good = blueprint_of(Read("g.json", b'{"url": "http://x/", "fields": {"a": {"css": "p"}}}', None, False),
                         str(tmp_path))
     assert good.url == "http://x/"
+
+
+def test_more_files_than_are_read_ahead_all_come_once_in_order(tmp_path):
+    names = [f"s{i:04d}.toml" for i in range(sources_reader.AHEAD * 3 + 7)]
+    for n in names:
+        (tmp_path / n).write_text(n)
+    reads = read_files(str(tmp_path), names, limit=100)
+    first = next(reads)
+    assert first.data == names[0].encode()
+    assert [r.data for r in reads] == [n.encode() for n in names[1:]]
