@@ -374,7 +374,7 @@ class BrowserPool:
         self.dir = str(Path(tempfile.mkdtemp(prefix="healerd-browser-")) if state_dir is None
                        else Path(state_dir) / "browser")
         if not self._own_dir and os.path.isdir(self.dir):   # what killed workers of an earlier run left
-            self._remove_leftovers(keep_running=True)
+            self._remove_leftovers()
         self._warned = False
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(section.max_pages)
@@ -493,13 +493,13 @@ class BrowserPool:
                 pass
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
-        elif os.path.isdir(self.dir):
-            self._remove_leftovers(keep_running=w is not None and w.process.poll() is None)
+        elif os.path.isdir(self.dir):   # a worker still running (past the grace) keeps its files
+            self._remove_leftovers()
 
-    def _remove_leftovers(self, keep_running: bool) -> None:
+    def _remove_leftovers(self) -> None:
         from healerd.adapters.browser_host import remove_leftovers
 
         try:
-            remove_leftovers(self.dir, keep_running=keep_running)
+            remove_leftovers(self.dir)
         except Exception as exc:   # e.g. a browser/ that is not ours: refused, said once, the daemon runs on
             log.warning("the browser's work directory %s was not cleaned: %s", self.dir, exc)

@@ -122,22 +122,22 @@ def _remove_outside(dir_fd: int, record: str) -> None:
         os.close(pfd)
 
 
-def remove_leftovers(base: str, keep_running: bool = True) -> None:
+def remove_leftovers(base: str) -> None:
     """Empty the browser directory `base` (the state dir's browser/, made when missing) of what
-    workers left: every entry but, with `keep_running`, those of workers still running (a retiring
-    worker keeps its files until it ends). A killed worker's directory goes here, at the latest at
+    workers left: every entry but those of workers still running (a retiring worker keeps its
+    files until it ends). A killed worker's directory goes here, at the latest at
     the next worker's start, the daemon's start or its clean stop."""
     base_fd = open_private_dir(base, "browser directory")
     try:
-        _clean(base_fd, keep_running)
+        _clean(base_fd)
     finally:
         os.close(base_fd)
 
 
-def _clean(base_fd: int, keep_running: bool) -> None:
+def _clean(base_fd: int) -> None:
     for name in os.listdir(base_fd):
         pid = _worker_of(name)
-        if keep_running and pid is not None and _running_worker(pid):
+        if pid is not None and _running_worker(pid):
             continue
         with contextlib.suppress(OSError):
             if name.endswith(OUTSIDE):
@@ -152,7 +152,7 @@ def own_dir(base: str) -> tuple[str, int]:
     left it, then made anew."""
     base_fd = open_private_dir(base, "browser directory")
     try:
-        _clean(base_fd, keep_running=True)
+        _clean(base_fd)
         name = f"w{os.getpid()}"
         _remove_at(base_fd, name)
         fd = new_private_dir(base_fd, name, "browser work directory")

@@ -3,7 +3,7 @@
 A reload used to read every file whole on the main loop: a FIFO there blocked the reload (and,
 at start, readiness) forever, a 1 GB file was read into memory. Here one reader thread goes
 through the files in order with `safe_files.read_capped` (lstat first, regular files only, at
-most `limit` bytes) and hands each result over; the caller waits at most `deadline` seconds
+most `limit` bytes) and hands the results over in batches; the caller waits at most `deadline` seconds
 for any one file. A file not read by then (a stalled network mount) is reported as such and
 left to its thread, and a new reader goes on from the next file: one bad file never holds up
 the others.
