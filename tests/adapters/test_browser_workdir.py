@@ -145,3 +145,49 @@ def test_a_browser_directory_that_is_not_the_daemons_is_refused(tmp_path):
     with pytest.raises(UnsafePath, match="symbolic link"):
         own_dir(str(tmp_path / "browser"))
     assert os.listdir(elsewhere) == []
+
+
+INSTALLED_UNDER_TMP = textwrap.dedent("""
+    import json, os, sys
+    from healerd.adapters.browser import BrowserPool
+    from healerd.adapters.fetch import FetchConfig
+    from healerd.config import BrowserSection
+    state, url = sys.argv[1], sys.argv[2]
+    pool = BrowserPool(BrowserSection(), FetchConfig(timeout=10.0, max_bytes=400_000), state)
+    pool.fetch(url, wait_for="tr")
+    mine = os.path.join(state, "browser", f"w{pool.worker_pid()}")
+    out = {"prefix": sys.prefix, "tmp": pool._worker.hello["tmp"], "private": pool._worker.hello["private_tmp"],
+           "files": os.listdir(mine)}
+    pool.close()
+    out["left"] = os.listdir(os.path.join(state, "browser"))
+    print(json.dumps(out))
+""")
+
+
+def test_installed_under_tmp_the_worker_still_gets_its_directory_under_the_state_dir(tmp_path):
+    """An interpreter under /tmp (a test venv): the worker's directory is mounted over /var/tmp
+    instead of a fallback in /tmp, so its profile lives under the state dir and goes with it."""
+    import sysconfig
+    import tempfile
+
+    venv = Path(tempfile.mkdtemp(prefix="healerd-venv-", dir="/tmp"))
+    src = LocalServer()
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        python = venv / "bin" / "python"
+        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        Path(purelib, "host.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        src.route("/p", page(_listing()))
+        state = tmp_path / "state"
+        r = subprocess.run([str(python), "-c", INSTALLED_UNDER_TMP, str(state), src.url("/p")],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout.splitlines()[-1])
+        assert out["prefix"].startswith("/tmp/") and out["private"] is True and out["tmp"] == "/var/tmp"
+        assert any("playwright" in name for name in out["files"]) and out["left"] == []
+    finally:
+        src.stop()
+        import shutil
+
+        shutil.rmtree(venv, ignore_errors=True)
