@@ -31,6 +31,7 @@ class ConfigError(ValueError, HealerdError):
 class DaemonSection:
     scrapers: int = 8
     sources_dir: str | None = None
+    sources_max_bytes: int = 1_000_000    # a blueprint file of sources_dir larger than this is refused unread
     socket_group: str | None = None       # group allowed on the control socket (0660)
     log_level: str = "INFO"
     records_retention: int = 500          # records rows kept per source
@@ -234,6 +235,8 @@ def _check(cfg: Config) -> None:
         raise ConfigError(f"[healer] kind: expected \"code-healer\" or \"openai\", got {cfg.healer.kind!r}")
     if cfg.daemon.scrapers < 1:
         raise ConfigError("[daemon] scrapers: at least 1")
+    if cfg.daemon.sources_max_bytes < 1:
+        raise ConfigError("[daemon] sources_max_bytes: at least 1")
     if cfg.daemon.extraction_timeout <= 0:
         raise ConfigError("[daemon] extraction_timeout: must be greater than zero")
     if cfg.doctor.probation < 1:

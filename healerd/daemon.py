@@ -34,11 +34,12 @@ from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
 from healerd.adapters.browser import check_source as check_browser_source
 from healerd.adapters.sdnotify import notify, watchdog_interval
+from healerd.adapters.sources_reader import blueprint_of, read_files
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
-from healerd.core.blueprint import Blueprint, BlueprintError, load_file
+from healerd.core.blueprint import Blueprint, BlueprintError
 from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store import sources, tasks
@@ -319,11 +320,12 @@ class Daemon:
                 log.error("sources_dir %s does not exist (or is not a directory)", folder)
                 return out   # nothing is removed because a directory went missing
             pending: PendingBatch | None = None   # the batch the writer registers while the next is read
-            for file_name in files:
+            for read in read_files(str(folder), files, self.config.daemon.sources_max_bytes):
+                file_name = read.name
                 name = os.path.splitext(file_name)[0]
                 seen.add(name)
                 try:
-                    bp = load_file(os.path.join(folder, file_name), require_url=True)
+                    bp = blueprint_of(read, str(folder))
                     check_browser_source(bp, self.config.browser)
                 except BlueprintError as exc:
                     out["errors"][file_name] = str(exc)

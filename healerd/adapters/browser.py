@@ -373,6 +373,8 @@ class BrowserPool:
         self._own_dir = state_dir is None
         self.dir = str(Path(tempfile.mkdtemp(prefix="healerd-browser-")) if state_dir is None
                        else Path(state_dir) / "browser")
+        if not self._own_dir and os.path.isdir(self.dir):   # what killed workers of an earlier run left
+            self._remove_leftovers()
         self._warned = False
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(section.max_pages)
@@ -479,13 +481,25 @@ class BrowserPool:
             w, self._worker = self._worker, None
         if w is not None:
             w.retire()
-        if self._own_dir:   # a pool made without a state dir (a script's, a test's): its temp dir goes with it
-            self._remove_dir(w)
+        self._remove_dir(w)
 
     def _remove_dir(self, w: _WorkerHandle | None) -> None:
+        """At a clean stop, once the worker has ended: the workers' files are removed (a pool made
+        without a state dir, a script's or a test's, removes its temp dir whole)."""
         if w is not None:
             try:
                 w.process.wait(CLOSE_GRACE_S + 3.0)
             except subprocess.TimeoutExpired:
                 pass
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif os.path.isdir(self.dir):   # a worker still running (past the grace) keeps its files
+            self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        from healerd.adapters.browser_host import remove_leftovers
+
+        try:
+            remove_leftovers(self.dir)
+        except Exception as exc:   # e.g. a browser/ that is not ours: refused, said once, the daemon runs on
+            log.warning("the browser's work directory %s was not cleaned: %s", self.dir, exc)

@@ -3,13 +3,18 @@
 Run by the browser worker before it starts Playwright (`prepare`), and by the daemon when a
 browser source is added (`write_execute_denied`):
 - the worker's files (Chromium's profile, Playwright's temp files) live in a 0700 directory of
-  its own under the state dir's browser/ (`w<pid>`); a worker starting removes what workers no
-  longer running left there, so a killed worker leaves nothing behind for longer than the next
-  start (a retiring worker, still rendering, keeps its own); TMPDIR and HOME point there;
+  its own under the state dir's browser/ (`w<pid>`), made by the worker (mkdir: a name found is
+  never adopted) and changed only through the fd it holds (`fchmod`, `fchown`); a worker
+  starting, the daemon starting and the daemon stopping cleanly remove what workers no longer
+  running left there, so a killed worker leaves nothing behind for long (a retiring worker,
+  still rendering, keeps its own); TMPDIR and HOME point there;
 - started by root, the worker gives up root before launching anything: the directory is
-  handed to nobody/nogroup, mounted over /tmp in a mount namespace of the worker's own (the
-  state dir above it is root's 0700 directory, which nobody cannot enter), then the worker
-  drops to nobody/nogroup with no supplementary groups;
+  handed to nobody/nogroup, mounted over /tmp (or /var/tmp, when healerd is installed under
+  /tmp) in a mount namespace of the worker's own (the state dir above it is root's 0700
+  directory, which nobody cannot enter), then the worker drops to nobody/nogroup with no
+  supplementary groups. Without a mount namespace (a container without CAP_SYS_ADMIN) the
+  worker makes a directory of a random name in /tmp instead (mkdtemp, then fchown through
+  its fd) and records its path beside its own directory, so it is removed the same way;
 - Chromium's own sandbox needs user namespaces: `sandbox_problem` tries to create one in a
   child; when it cannot, the browser runs with --no-sandbox and the daemon logs why, once;
 - Playwright's driver (Node) and Chromium's V8 need writable+executable memory, which
@@ -26,8 +31,11 @@ import errno
 import mmap
 import os
 import shutil
+import stat
 import sys
+import tempfile
 
+from healerd.adapters.safe_files import new_private_dir, open_private_dir
 from healerd.adapters.sandbox import unprivileged_ids
 
 CLONE_NEWNS = 0x00020000
@@ -35,6 +43,10 @@ CLONE_NEWUSER = 0x10000000
 MS_REC, MS_PRIVATE, MS_BIND = 0x4000, 0x40000, 0x1000
 PR_GET_MDWE = 66
 DROP_IN = "contrib/systemd/healerd.service.d/browser.conf"
+MOUNT_TARGETS = ("/tmp", "/var/tmp")   # the first one healerd is not installed under is the worker's /tmp
+OUTSIDE_PARENT = "/tmp"                # without a mount namespace: the worker's directory is made here
+OUTSIDE_PREFIX = "healerd-browser-"
+OUTSIDE = ".outside"                   # w<pid>.outside: the path of that directory, for its removal
 
 
 def _libc():
@@ -67,16 +79,6 @@ def mdwe_problem() -> str | None:
     return None
 
 
-def empty_dir(path: str) -> None:
-    """`path` as an empty 0700 directory of this process's user (what a killed worker left is removed)."""
-    if os.path.islink(path):
-        os.unlink(path)
-    if os.path.isdir(path):
-        shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(path, 0o700)
-
-
 def _running_worker(pid: int) -> bool:
     """True when `pid` is a live browser worker (a retiring one still rendering its last pages)."""
     try:
@@ -86,57 +88,131 @@ def _running_worker(pid: int) -> bool:
         return False
 
 
-def own_dir(base: str) -> str:
-    """This worker's directory under `base` (the state dir's browser/), emptied; what workers that
-    are no longer running left there (killed ones included) is removed. A worker being retired
-    keeps its own until it ends: a new worker starts beside it."""
-    os.makedirs(base, mode=0o700, exist_ok=True)
-    if os.path.islink(base) or not os.path.isdir(base):
-        raise OSError(f"{base} is not a directory")
-    os.chmod(base, 0o700)
-    for name in os.listdir(base):
-        if name.startswith("w") and name[1:].isdigit() and _running_worker(int(name[1:])):
-            continue
-        victim = os.path.join(base, name)
-        if os.path.isdir(victim) and not os.path.islink(victim):
-            shutil.rmtree(victim, ignore_errors=True)
+def _worker_of(name: str) -> int | None:
+    """The pid in `w<pid>` or `w<pid>.outside`, else None."""
+    stem = name[:-len(OUTSIDE)] if name.endswith(OUTSIDE) else name
+    return int(stem[1:]) if stem.startswith("w") and stem[1:].isdigit() else None
+
+
+def _remove_at(dir_fd: int, name: str) -> None:
+    """Remove `name` in `dir_fd` whatever it is, never following a link (rmtree works by fds)."""
+    with contextlib.suppress(FileNotFoundError):
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(name, dir_fd=dir_fd)
         else:
-            with contextlib.suppress(OSError):
-                os.unlink(victim)
-    mine = os.path.join(base, f"w{os.getpid()}")
-    empty_dir(mine)
-    return mine
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def _remove_outside(dir_fd: int, record: str) -> None:
+    """Remove the directory a worker without a mount namespace made in the system temp dir (its
+    path is in `record`, written by that worker while it was still root)."""
+    fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        path = os.read(fd, 4096).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+    parent, name = os.path.split(path)
+    if parent != OUTSIDE_PARENT or not name.startswith(OUTSIDE_PREFIX):
+        return
+    pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _remove_at(pfd, name)
+    finally:
+        os.close(pfd)
+
+
+def remove_leftovers(base: str) -> None:
+    """Empty the browser directory `base` (the state dir's browser/, made when missing) of what
+    workers left: every entry but those of workers still running (a retiring worker keeps its
+    files until it ends). A killed worker's directory goes here, at the latest at
+    the next worker's start, the daemon's start or its clean stop."""
+    base_fd = open_private_dir(base, "browser directory")
+    try:
+        _clean(base_fd)
+    finally:
+        os.close(base_fd)
+
+
+def _clean(base_fd: int) -> None:
+    for name in os.listdir(base_fd):
+        pid = _worker_of(name)
+        if pid is not None and _running_worker(pid):
+            continue
+        with contextlib.suppress(OSError):
+            if name.endswith(OUTSIDE):
+                _remove_outside(base_fd, name)
+            _remove_at(base_fd, name)
+
+
+def own_dir(base: str) -> tuple[str, int]:
+    """This worker's directory under `base` (the state dir's browser/), made now, and an fd of
+    it; what workers that are no longer running left there (killed ones included) is removed
+    first. Never a directory found: the name `w<pid>` is removed when a process of that pid
+    left it, then made anew."""
+    base_fd = open_private_dir(base, "browser directory")
+    try:
+        _clean(base_fd)
+        name = f"w{os.getpid()}"
+        _remove_at(base_fd, name)
+        fd = new_private_dir(base_fd, name, "browser work directory")
+    finally:
+        os.close(base_fd)
+    return os.path.join(base, name), fd
 
 
 def prepare(base: str) -> dict:
     """Set this (still single-threaded) worker process up before Playwright starts; returns
     what the daemon is told: {"uid", "tmp", "private_tmp", "sandbox", "why"}."""
-    path = own_dir(base)
+    path, fd = own_dir(base)
     tmp, private_tmp = path, False
-    if os.geteuid() == 0:
-        uid, gid = unprivileged_ids()
-        os.chown(path, uid, gid)
-        try:
-            if _installed_under("/tmp"):
-                # Mounting over /tmp would hide the interpreter's own files and Playwright's
-                # driver from this process: the fallback below instead.
-                raise OSError("healerd is installed under /tmp")
-            _own_tmp(path)
-            tmp, private_tmp = "/tmp", True
-        except OSError:
-            # No mount namespace (a container without CAP_SYS_ADMIN): a 0700 directory of
-            # nobody's under the system temp dir instead, emptied the same way.
-            tmp = os.path.join("/tmp", f"healerd-browser-{os.getpid()}")
-            empty_dir(tmp)
-            os.chown(tmp, uid, gid)
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
+    try:
+        if os.geteuid() == 0:
+            uid, gid = unprivileged_ids()
+            os.fchown(fd, uid, gid)
+            mounted = _own_tmp(path, fd)
+            if mounted:
+                tmp, private_tmp = mounted, True
+            else:
+                # No mount namespace (a container without CAP_SYS_ADMIN): a directory made now
+                # under the system temp dir (a random name; a name found is never adopted),
+                # handed to nobody through its fd; its path is recorded beside the worker's own
+                # directory, so that it is removed with it.
+                tmp = _outside_dir(base, uid, gid)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+    finally:
+        os.close(fd)
     for var in ("TMPDIR", "HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         os.environ[var] = tmp
     os.chdir(tmp)
     why = sandbox_problem()
     return {"uid": os.geteuid(), "tmp": tmp, "private_tmp": private_tmp, "sandbox": why is None, "why": why or ""}
+
+
+def _outside_dir(base: str, uid: int, gid: int) -> str:
+    path = tempfile.mkdtemp(prefix=OUTSIDE_PREFIX, dir=OUTSIDE_PARENT)   # mkdir: fails on any name found
+    base_fd = open_private_dir(base, "browser directory")
+    try:
+        rfd = os.open(f"w{os.getpid()}{OUTSIDE}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      0o600, dir_fd=base_fd)
+        try:
+            os.write(rfd, path.encode())
+        finally:
+            os.close(rfd)
+    finally:
+        os.close(base_fd)
+    # /tmp is sticky: no other user can rename or replace root's new directory before this open.
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if os.fstat(fd).st_uid != 0:
+            raise OSError(f"{path} is not the directory just made")
+        os.fchmod(fd, 0o700)
+        os.fchown(fd, uid, gid)
+    finally:
+        os.close(fd)
+    return path
 
 
 def _installed_under(top: str) -> bool:
@@ -148,15 +224,27 @@ def _installed_under(top: str) -> bool:
     return any(os.path.realpath(p).startswith(top) for p in places)
 
 
-def _own_tmp(path: str) -> None:
-    """Mount `path` over /tmp in a new mount namespace of this process (and its children)."""
+def _own_tmp(path: str, fd: int) -> str | None:
+    """Mount the directory `path` (of `fd`) over a temp dir (/tmp, else /var/tmp when healerd or Playwright
+    is installed under /tmp) in a new mount namespace of this process (and its children): the
+    temp dir it was mounted over, or None when this process cannot have a mount namespace."""
+    target = next((t for t in MOUNT_TARGETS if os.path.isdir(t) and not os.path.islink(t)
+                   and not _installed_under(t)), None)
+    if target is None:
+        return None
     libc = _libc()
     if libc.unshare(CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+        return None
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
-    if libc.mount(os.fsencode(path), b"/tmp", None, MS_BIND, None) != 0:
-        raise OSError(ctypes.get_errno(), "mount --bind")
+        return None
+    # By name: an fd of the old namespace cannot be a bind's source. The name is safe (root's 0700
+    # state dir above it), and what was mounted is checked to be the directory of `fd`.
+    if libc.mount(os.fsencode(path), os.fsencode(target), None, MS_BIND, None) != 0:
+        return None
+    mine, there = os.fstat(fd), os.stat(target)
+    if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
+        raise OSError(f"{target} is not the worker's directory after the mount")
+    return target
 
 
 def sandbox_problem() -> str | None:

@@ -9,7 +9,10 @@ them). The caller (healerd.actors.feeds) advances the feed's cursor by that many
   context); redirects are never followed, so the feed's headers (credentials) reach the URL's
   origin only. Delivered means a 2xx answer.
 - JSON Lines: one line per scrape appended to the file (`{source}` in the path: one file per
-  source), created 0600 (never through a symlink), rotated before it would pass `max_bytes`
+  source), created 0600 by the daemon (`healerd.adapters.safe_files.open_for_append`: never
+  through a symlink, never into a directory another user could shape, never another user's
+  file or a FIFO; a refusal is the feed's error, one line naming the path and its owner),
+  rotated before it would pass `max_bytes`
   (`path.1` … `path.N`). Delivered means written, flushed and fsynced; a batch that cannot be
   written whole (a full disk) is cut back to where it started, so a retry never follows a
   half line.
@@ -18,13 +21,14 @@ them). The caller (healerd.actors.feeds) advances the feed's cursor by that many
 from __future__ import annotations
 
 import os
-import stat
 from collections import OrderedDict
 from collections.abc import Callable
 
 from healerd.adapters.fetch import FetchConfig, Fetcher, FetchError
+from healerd.adapters.safe_files import open_for_append
 from healerd.config import FeedSection
 from healerd.core.sanitize import mask_text, mask_url, reveal
+from healerd.private import UnsafePath
 
 ANSWER_LIMIT = 65_536      # bytes of a webhook's answer read at most
 OPEN_FILES = 128           # JSON Lines files kept open at once (one per source with "{source}")
@@ -82,17 +86,7 @@ class JsonlSink:
         if fd is not None:
             self._open.move_to_end(path)
             return fd
-        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(f"{path} is not a regular file")
-            if st.st_mode & 0o077:
-                os.fchmod(fd, 0o600)
-        except OSError:
-            os.close(fd)
-            raise
+        fd = open_for_append(path)
         self._open[path] = fd
         while len(self._open) > OPEN_FILES:
             _, old = self._open.popitem(last=False)
@@ -142,12 +136,14 @@ class JsonlSink:
                     view = view[n:]
             for p in started:
                 os.fsync(self._fd(p))
-        except OSError as exc:
+        except (OSError, UnsafePath) as exc:
             for p, size in started.items():
                 try:
                     os.ftruncate(self._fd(p), size)
-                except OSError:
+                except (OSError, UnsafePath):
                     self._close(p)
+            if isinstance(exc, UnsafePath):   # a path another user could shape: one line naming it and whose
+                return 0, str(exc)
             what = exc.strerror or str(exc)
             return 0, f"cannot write {path}: {what}"
         return len(batch), None

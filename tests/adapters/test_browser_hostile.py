@@ -293,8 +293,9 @@ def test_the_worker_and_chromium_run_unprivileged_with_the_sandbox(pool, servers
     assert chromium and all(uids.real != 0 and uids.effective != 0 for uids, _ in chromium)
     if sandbox_problem() is None:   # the kernel allows user namespaces: the sandbox is on
         assert all("--no-sandbox" not in cmd for _, cmd in chromium)
-    # its profile is in the worker's own /tmp: the state dir's browser directory
-    assert any(c.startswith("--user-data-dir=/tmp/") for _, cmd in chromium for c in cmd)
+    # its profile is in the worker's own /tmp (/var/tmp when healerd is installed under /tmp): the
+    # state dir's browser directory
+    assert any(c.startswith(("--user-data-dir=/tmp/", "--user-data-dir=/var/tmp/")) for _, cmd in chromium for c in cmd)
 
 
 def test_a_killed_worker_leaves_no_profile_behind(tmp_path, servers):
@@ -539,7 +540,8 @@ def test_a_new_worker_keeps_a_retiring_workers_files_and_removes_dead_ones(tmp_p
             (base / d).mkdir(parents=True)
             (base / d / "Cookies").write_text("x")
         (base / "stray").write_text("x")
-        mine = own_dir(str(base))
+        mine, fd = own_dir(str(base))
+        os.close(fd)
         assert sorted(os.listdir(base)) == sorted([f"w{alive.pid}", f"w{os.getpid()}"])
         assert mine == str(base / f"w{os.getpid()}") and os.listdir(mine) == []
         assert (base / f"w{alive.pid}" / "Cookies").exists()   # still rendering: left alone

@@ -156,7 +156,7 @@ def test_jsonl_sink_refuses_a_planted_symlink(tmp_path):
     os.symlink(tmp_path / "elsewhere", tmp_path / "a.jsonl")
     sink = JsonlSink(FeedSection(kind="jsonl", path=str(tmp_path / "{source}.jsonl")))
     done, error = sink.deliver([("a", "{}")])
-    assert done == 0 and error.startswith(f"cannot write {tmp_path}/a.jsonl")
+    assert done == 0 and error.startswith(f"refusing the feed file {tmp_path}/a.jsonl: it is a symbolic link owned")
     assert (tmp_path / "elsewhere").read_text() == ""
 
 

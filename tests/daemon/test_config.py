@@ -193,6 +193,7 @@ def test_a_section_must_be_a_table():
     ("daemon", "scrapers", -1, "expected a whole number"),
     ("daemon", "scrapers", True, "expected a whole number"),
     ("daemon", "scrapers", 0, "at least 1"),
+    ("daemon", "sources_max_bytes", 0, "at least 1"),
     ("daemon", "records_retention", "all", "expected a whole number"),
     ("daemon", "jitter", "10%", "expected a number"),
     ("daemon", "log_level", 10, "expected a string"),
