@@ -9,8 +9,8 @@ retries the same alert with exponential backoff and jitter; the outage raises on
 alert (and one log line) when it starts and one RECOVERED when it ends
 (Ledger.alert_delivery_failed / alerts_delivered), not one per alert or per retry.
 
-A target is anything with `name`, `wants(alert)` and `send(alert) -> error or None`; the
-webhook is `WebhookTarget`.
+A target is anything with `name`, `wants(alert)` and `send(alert) -> error or None`: the
+webhook is `WebhookTarget`, each [[notify]] table an Apprise target (healerd.adapters.notify).
 """
 
 from __future__ import annotations
@@ -89,9 +89,11 @@ class AlertDelivery(threading.Thread):
     """One target's delivery loop (see the module's docstring). `since`: the Alerter's start, where
     a target configured for the first time begins."""
 
-    def __init__(self, target: Target, db_path: str, registry: ActorRegistry, since: float):
+    def __init__(self, target: Target, db_path: str, registry: ActorRegistry, since: float,
+                 targets: list[str] | None = None):
         super().__init__(name=f"healerd-alerts-{target.name[:40]}", daemon=True)
         self.target = target
+        self.targets = targets if targets is not None else [target.name]   # every target configured
         self.db_path = db_path
         self.registry = registry
         self.since = since
@@ -121,7 +123,7 @@ class AlertDelivery(threading.Thread):
         attempt = 0
         while not self.stop_event.is_set():
             try:
-                self.registry.write(Ledger.sync_alert_targets, [self.target.name], self.since)
+                self.registry.write(Ledger.sync_alert_targets, self.targets, self.since)
                 return
             except Exception as exc:   # the StoreWriter refusing writes for a while (a full disk)
                 if attempt == 0:

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pykka
 
-from healerd.actors.alert_delivery import AlertDelivery, WebhookTarget
+from healerd.actors.alert_delivery import AlertDelivery, Target, WebhookTarget
 from healerd.actors.base import fetch_config
 from healerd.actors.messages import Alert, ForgetAlerts, Ping
 from healerd.actors.registry import ActorRegistry
-from healerd.config import Config
-from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.adapters.notify import AppriseTarget, shown_url
+from healerd.config import ALERT_EVENTS, Config
+from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text, reveal
 from healerd.core.terminal import json_text, visible
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
@@ -35,8 +36,7 @@ from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.alerter")
 
-EVENTS = ("DEGRADED", "HEALED", "HEAL_FAILED", "QUARANTINED", "UNQUARANTINED", "DEAD", "RECOVERED",
-          "SYSTEMIC_HALT", "BUDGET_PAUSED", "FLAGGED_FOR_REVIEW")
+EVENTS = ALERT_EVENTS
 
 
 class AlertDeduper:
@@ -94,7 +94,7 @@ class Alerter(pykka.ThreadingActor):
         self.deduper = AlertDeduper(config.alerts.dedupe_window)
         self.fh = None
         self._conn = None
-        self.delivery: AlertDelivery | None = None
+        self.deliveries: list[AlertDelivery] = []
 
     def on_start(self) -> None:
         if self.db_path and self.config.alerts.dedupe_window > 0:
@@ -108,21 +108,44 @@ class Alerter(pykka.ThreadingActor):
         # Owner-only whatever the umask, and never through a symlink someone planted.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self.fh = open(fd, "a", encoding="utf-8")
+        self._start_deliveries()
+
+    def _targets(self) -> list[Target]:
+        """The webhook and each [[notify]] table (one that cannot be set up is one error line)."""
+        targets: list[Target] = []
         if self.config.alerts.webhook:
-            if self.db_path:
-                target = WebhookTarget(self.config.alerts.webhook, fetch_config(self.config))
-                self.delivery = AlertDelivery(target, self.db_path, self.registry, since=time.time())
-                self.delivery.start()
-            else:
-                log.warning("no database: the alert webhook is not served")
-        elif self.db_path:   # no webhook (any more): its cursor goes, so one configured later starts afresh
+            targets.append(WebhookTarget(self.config.alerts.webhook, fetch_config(self.config)))
+        for n in self.config.notify:
+            try:
+                target = AppriseTarget(reveal(n.url), n.events, n.sources)
+            except Exception as exc:   # checked with the configuration: only a broken install gets here
+                log.error("[[notify]] %s cannot be served: %s", shown_url(reveal(n.url)), type(exc).__name__)
+                continue
+            log.info("alerts notified through Apprise to %s", target.shown)
+            targets.append(target)
+        return targets
+
+    def _start_deliveries(self) -> None:
+        """A delivery thread per target, from the cursors in SQLite; the cursors of targets no longer
+        configured are dropped (one configured again starts afresh)."""
+        if not self.db_path:
+            if self.config.alerts.webhook or self.config.notify:
+                log.warning("no database: alerts are not delivered to the webhook or [[notify]]")
+            return
+        since = time.time()
+        targets = self._targets()
+        names = [t.name for t in targets]
+        self.deliveries = [AlertDelivery(t, self.db_path, self.registry, since=since, targets=names) for t in targets]
+        for d in self.deliveries:
+            d.start()
+        if not targets:
             threading.Thread(target=self._forget_targets, name="healerd-alerts-forget", daemon=True).start()
 
     def _forget_targets(self) -> None:
         try:
             self.registry.write(Ledger.sync_alert_targets, [], time.time())
-        except Exception as exc:   # a stale cursor only matters if a webhook is configured again
-            log.warning("could not drop the alert webhook's cursor: %s", exc)
+        except Exception as exc:   # a stale cursor only matters if a target is configured again
+            log.warning("could not drop the alert targets' cursors: %s", exc)
 
     def _seed_dedupe(self) -> None:
         """The dedupe window outlives the actor: alerts of the last window whose source has not
@@ -156,8 +179,10 @@ class Alerter(pykka.ThreadingActor):
             self._conn.close()
         if self.fh:
             self.fh.close()
-        if self.delivery:
-            self.delivery.stop()
+        for d in self.deliveries:
+            d.stop_event.set()
+        for d in self.deliveries:
+            d.stop()
 
     def on_receive(self, message):
         if isinstance(message, Ping):
