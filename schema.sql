@@ -197,6 +197,20 @@ CREATE TABLE IF NOT EXISTS alerts (
 );
 CREATE INDEX IF NOT EXISTS alerts_by_source_event ON alerts(source, event, ts);
 
+-- One row per alert target (the [alerts] webhook): `cursor` is the id of the last alerts row it
+-- has dealt with (delivered, or not for it); every row above it is still to deliver, in id order,
+-- across outages and restarts. Written by the StoreWriter on behalf of the Alerter.
+CREATE TABLE IF NOT EXISTS alert_cursors (
+    target            TEXT PRIMARY KEY,
+    cursor            INTEGER NOT NULL,
+    delivered         INTEGER NOT NULL DEFAULT 0,    -- alerts delivered (duplicates after a crash included)
+    last_delivered_at REAL,
+    failing_since     REAL,                          -- the outage in progress started then (NULL: none)
+    last_error        TEXT,                          -- masked, one line
+    last_error_at     REAL,
+    updated_at        REAL NOT NULL
+);
+
 -- Calls to the external healer: response times, outcomes, the daily budget.
 CREATE TABLE IF NOT EXISTS healer_calls (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,

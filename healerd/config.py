@@ -21,6 +21,8 @@ from healerd.core.timeutil import parse_duration
 DEFAULT_USER_AGENT = f"healerd/{__version__} (+https://github.com/healerd/healerd)"
 LADDER_RUNGS = ("memory", "builtin", "external")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+ALERT_EVENTS = ("DEGRADED", "HEALED", "HEAL_FAILED", "QUARANTINED", "UNQUARANTINED", "DEAD", "RECOVERED",
+                "SYSTEMIC_HALT", "BUDGET_PAUSED", "FLAGGED_FOR_REVIEW")
 
 
 class ConfigError(ValueError, HealerdError):
@@ -119,6 +121,7 @@ class Config:
     alerts: AlertsSection = field(default_factory=AlertsSection)
     browser: BrowserSection = field(default_factory=BrowserSection)
     feeds: tuple[FeedSection, ...] = ()   # [[feeds]]: where each stored scrape is delivered
+    notify: tuple[NotifySection, ...] = ()   # [[notify]]: alerts through Apprise (the apprise extra)
 
     def with_env(self) -> Config:
         """CODE_HEALER_URL / CODE_HEALER_TOKEN override [healer] url / token."""
@@ -204,8 +207,11 @@ def from_dict(data: dict) -> Config:
         if name == "feeds":
             sections["feeds"] = parse_feeds(value)
             continue
+        if name == "notify":
+            sections["notify"] = parse_notify(value)
+            continue
         if name not in _SECTIONS:
-            raise ConfigError(f"[{name}]: unknown section (known: {', '.join(_SECTIONS)}, feeds)")
+            raise ConfigError(f"[{name}]: unknown section (known: {', '.join(_SECTIONS)}, feeds, notify)")
         if not isinstance(value, dict):
             raise ConfigError(f"[{name}]: expected a table")
         cls = _SECTIONS[name]
@@ -427,3 +433,50 @@ def _feed(n: int, t: dict) -> FeedSection:
         kw["name"] = mask_url(kw["name"])   # a name is shown everywhere: never a credential of the URL
         kw["url"] = Secret(kw["url"])       # the URL may carry a token: a printed Config shows ***
     return FeedSection(**kw)
+
+
+# -- [[notify]] ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotifySection:
+    """One `[[notify]]` table: alerts sent through Apprise (healerd/adapters/notify.py), at least
+    once and in order, like the alert webhook (healerd/actors/alert_delivery.py)."""
+
+    url: str                              # any Apprise URL (a Secret: it holds tokens and passwords)
+    events: tuple[str, ...] = ()          # only these events; empty: every one
+    sources: tuple[str, ...] = ("*",)     # shell-style globs of source names (the fleet's own alerts always pass)
+
+
+def parse_notify(value: Any) -> tuple[NotifySection, ...]:
+    """The `[[notify]]` array of tables, each checked (the URL by Apprise itself, never echoed);
+    errors name the table by its position."""
+    from healerd.adapters.notify import check_url
+
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError("[[notify]]: expected an array of tables ([[notify]] ... [[notify]])")
+    out = []
+    for n, t in enumerate(value, 1):
+        where = f"[[notify]] #{n}"
+        unknown = sorted(set(t) - {"url", "events", "sources"})
+        if unknown:
+            raise ConfigError(f"{where} {unknown[0]}: unknown key (known: events, sources, url)")
+        url = t.get("url")
+        if not isinstance(url, str) or not url.strip():
+            raise ConfigError(f"{where} url: expected an Apprise URL (slack://..., mailto://..., json://...)")
+        problem = check_url(url.strip())
+        if problem:
+            raise ConfigError(f"{where} url: {problem}")
+        events = t.get("events", [])
+        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+            raise ConfigError(f"{where} events: expected a list of event names, e.g. [\"QUARANTINED\"]")
+        bad = [e for e in events if e not in ALERT_EVENTS]
+        if bad:
+            raise ConfigError(f"{where} events: {bad[0]!r} is no event (known: {', '.join(ALERT_EVENTS)})")
+        globs = t.get("sources", ["*"])
+        if isinstance(globs, str):
+            globs = [globs]
+        if not isinstance(globs, list) or not globs or not all(isinstance(g, str) and g for g in globs):
+            raise ConfigError(f"{where} sources: expected a non-empty list of source-name globs, e.g. [\"*\"]")
+        out.append(NotifySection(url=Secret(url.strip()), events=tuple(events), sources=tuple(globs)))
+    return tuple(out)

@@ -1,9 +1,10 @@
 """Alerter: the alert log.
 
 Every alert becomes one JSON line in <log-dir>/alerts.jsonl, one `ALERT ...` line
-on stderr (journald sees it), a row in the alerts table (through the StoreWriter)
-and, when configured, a webhook POST from a background thread that can neither
-block the actor nor lose the log line. The same event for the same source is not
+on stderr (journald sees it) and a row in the alerts table (through the StoreWriter),
+which a thread of its own delivers to the webhook, when one is configured, at least
+once and in order (healerd.actors.alert_delivery): neither the actor nor the log line
+ever waits for it. The same event for the same source is not
 repeated within the dedupe window unless the source's state changed in between.
 Secrets are masked before anything leaves.
 """
@@ -12,20 +13,20 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import sys
 import threading
 import time
 from pathlib import Path
 
-import httpx
 import pykka
 
+from healerd.actors.alert_delivery import AlertDelivery, Target, WebhookTarget
+from healerd.actors.base import fetch_config
 from healerd.actors.messages import Alert, ForgetAlerts, Ping
 from healerd.actors.registry import ActorRegistry
-from healerd.adapters.fetch import tls_context
-from healerd.config import Config
-from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text
+from healerd.adapters.notify import AppriseTarget, shown_url
+from healerd.config import ALERT_EVENTS, Config
+from healerd.core.sanitize import blueprint_secrets, mask_mapping, mask_text, reveal
 from healerd.core.terminal import json_text, visible
 from healerd.core.timeutil import iso
 from healerd.store import alerts as alerts_store
@@ -35,8 +36,7 @@ from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.alerter")
 
-EVENTS = ("DEGRADED", "HEALED", "HEAL_FAILED", "QUARANTINED", "UNQUARANTINED", "DEAD", "RECOVERED",
-          "SYSTEMIC_HALT", "BUDGET_PAUSED", "FLAGGED_FOR_REVIEW")
+EVENTS = ALERT_EVENTS
 
 
 class AlertDeduper:
@@ -84,39 +84,6 @@ def format_line(alert: dict) -> str:
     return f"ALERT {alert['ts']} {alert['level'].upper()} {src} {visible(alert['event'])}: {message}"
 
 
-class _Webhook(threading.Thread):
-    def __init__(self, url: str):
-        super().__init__(name="healerd-webhook", daemon=True)
-        self.url = url
-        self.queue: queue.Queue = queue.Queue(maxsize=1000)
-        self.client = httpx.Client(timeout=5.0, verify=tls_context())   # the process's one CA bundle
-
-    def submit(self, alert: dict) -> None:
-        try:
-            self.queue.put_nowait(alert)
-        except queue.Full:
-            log.warning("webhook queue full: dropped a webhook POST (the alert log still has it)")
-
-    def run(self) -> None:
-        while True:
-            alert = self.queue.get()
-            if alert is None:
-                return
-            try:
-                # json_text, not httpx's json=: that leaves C1 characters raw (ensure_ascii off), and a
-                # receiver may well print the body.
-                resp = self.client.post(self.url, content=json_text(alert, default=str).encode("utf-8"),
-                                        headers={"Content-Type": "application/json"})
-                if resp.status_code >= 400:
-                    log.warning("webhook answered HTTP %s", resp.status_code)
-            except Exception as exc:  # noqa: BLE001 - whatever one POST does, the thread serves the next alert
-                what = str(exc) or type(exc).__name__
-                log.warning("webhook POST failed: %s", mask_text(" ".join(what.split())))
-
-    def stop(self) -> None:
-        self.queue.put(None)
-
-
 class Alerter(pykka.ThreadingActor):
     def __init__(self, log_dir: str, config: Config, registry: ActorRegistry, db_path: str | None = None):
         super().__init__()
@@ -127,7 +94,7 @@ class Alerter(pykka.ThreadingActor):
         self.deduper = AlertDeduper(config.alerts.dedupe_window)
         self.fh = None
         self._conn = None
-        self.webhook: _Webhook | None = None
+        self.deliveries: list[AlertDelivery] = []
 
     def on_start(self) -> None:
         if self.db_path and self.config.alerts.dedupe_window > 0:
@@ -141,9 +108,44 @@ class Alerter(pykka.ThreadingActor):
         # Owner-only whatever the umask, and never through a symlink someone planted.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self.fh = open(fd, "a", encoding="utf-8")
+        self._start_deliveries()
+
+    def _targets(self) -> list[Target]:
+        """The webhook and each [[notify]] table (one that cannot be set up is one error line)."""
+        targets: list[Target] = []
         if self.config.alerts.webhook:
-            self.webhook = _Webhook(self.config.alerts.webhook)
-            self.webhook.start()
+            targets.append(WebhookTarget(self.config.alerts.webhook, fetch_config(self.config)))
+        for n in self.config.notify:
+            try:
+                target = AppriseTarget(reveal(n.url), n.events, n.sources)
+            except Exception as exc:   # checked with the configuration: only a broken install gets here
+                log.error("[[notify]] %s cannot be served: %s", shown_url(reveal(n.url)), type(exc).__name__)
+                continue
+            log.info("alerts notified through Apprise to %s", target.shown)
+            targets.append(target)
+        return targets
+
+    def _start_deliveries(self) -> None:
+        """A delivery thread per target, from the cursors in SQLite; the cursors of targets no longer
+        configured are dropped (one configured again starts afresh)."""
+        if not self.db_path:
+            if self.config.alerts.webhook or self.config.notify:
+                log.warning("no database: alerts are not delivered to the webhook or [[notify]]")
+            return
+        since = time.time()
+        targets = self._targets()
+        names = [t.name for t in targets]
+        self.deliveries = [AlertDelivery(t, self.db_path, self.registry, since=since, targets=names) for t in targets]
+        for d in self.deliveries:
+            d.start()
+        if not targets:
+            threading.Thread(target=self._forget_targets, name="healerd-alerts-forget", daemon=True).start()
+
+    def _forget_targets(self) -> None:
+        try:
+            self.registry.write(Ledger.sync_alert_targets, [], time.time())
+        except Exception as exc:   # a stale cursor only matters if a target is configured again
+            log.warning("could not drop the alert targets' cursors: %s", exc)
 
     def _seed_dedupe(self) -> None:
         """The dedupe window outlives the actor: alerts of the last window whose source has not
@@ -177,8 +179,10 @@ class Alerter(pykka.ThreadingActor):
             self._conn.close()
         if self.fh:
             self.fh.close()
-        if self.webhook:
-            self.webhook.stop()
+        for d in self.deliveries:
+            d.stop_event.set()
+        for d in self.deliveries:
+            d.stop()
 
     def on_receive(self, message):
         if isinstance(message, Ping):
@@ -221,6 +225,5 @@ class Alerter(pykka.ThreadingActor):
         # another thread could land between them.
         sys.stderr.write(format_line(alert) + "\n")
         sys.stderr.flush()
+        # The row is what the webhook delivers (healerd.actors.alert_delivery), at least once and in order.
         self.registry.write_later(Ledger.insert_alert, alert, now)
-        if self.webhook:
-            self.webhook.submit(alert)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from healerd.control.args import whole
 from healerd.control.names import check_name
-from healerd.control.protocol import ControlError
 from healerd.core.sanitize import mask_url, reveal
 from healerd.core.timeutil import iso
 from healerd.store import feeds as feeds_store
@@ -18,12 +18,6 @@ from healerd.store import records, sources
 if TYPE_CHECKING:
     from healerd.control.host import DaemonHost
     from healerd.store.db import Connection
-
-
-def _whole(value: Any, what: str, least: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise ControlError("bad_request", f"{what} must be a whole number >= {least}")
-    return value
 
 
 class DataOps:
@@ -39,10 +33,10 @@ class DataOps:
         """The source's scrapes stored after `after_id`, oldest first, each with its `id`. Without
         `after_id`: none, and the id to follow from (`healerctl records NAME --follow`)."""
         name = self._source(name)
-        limit = _whole(limit, "limit", 1)
+        limit = whole(limit, "limit", 1)
         if after_id is None:
             return {"last_id": records.last_id(self.conn), "records": []}
-        after_id = _whole(after_id, "after_id", 0)
+        after_id = whole(after_id, "after_id", 0)
         got = records.since(self.conn, name, after_id, min(limit, 1000))
         return {"last_id": got[-1]["id"] if got else after_id, "records": got}
 
@@ -50,7 +44,7 @@ class DataOps:
         """Change sets between consecutive stored scrapes, newest first (only those with a change
         unless `all`)."""
         name = self._source(name)
-        return records.changes_of(self.conn, name, min(_whole(limit, "limit", 1), 100_000), every=bool(all))
+        return records.changes_of(self.conn, name, min(whole(limit, "limit", 1), 100_000), every=bool(all))
 
     def op_feeds(self):
         """The configured feeds: target (masked), sources, cursor, backlog, delivered, last error."""

@@ -20,6 +20,7 @@ from healerd.actors.messages import ForgetAlerts, ForgetHistory
 from healerd.actors.registry import Failure
 from healerd.actors.scheduler import HealNow, RunNow
 from healerd.adapters.browser import check_source as check_browser_source
+from healerd.control.args import whole
 from healerd.control.data_ops import DataOps
 from healerd.control.names import check_name
 from healerd.control.protocol import ControlError, RawJSON
@@ -117,11 +118,15 @@ class ControlOps(DataOps):
 
     def op_status(self, name: str | None = None, table: bool = False, limit: int | None = None, offset: int = 0,
                   state: str | list[str] | None = None, after: str | None = None, order: str | None = None):
+        offset = whole(offset, "offset", 0)   # 0.0, False: not the default, but not a whole number either
         if name is None and (limit is not None or offset != 0 or state is not None or after is not None
                              or order is not None):
             return self._status_page(limit, offset, state, after, order)
         if name is not None:
             check_name(name)
+            if limit is not None or offset != 0 or state is not None or after is not None or order is not None:
+                raise ControlError("bad_request", "limit, offset, state, after and order page the fleet: "
+                                                  "not with a name")
             out = sources.status_one(self.conn, name)
             src = sources.get(self.conn, name)
             out["events"] = sources.events(self.conn, name, limit=20)
@@ -172,11 +177,8 @@ class ControlOps(DataOps):
         STATUS_PAGE_MAX) from `offset`, or after the name `after`; only the lifecycle states `state`;
         `order` "name", "attention" (DEGRADED, QUARANTINED, DEAD, then ACTIVE) or "auto" (by name when
         the whole selection fits in the page, else attention first). The summary is the whole fleet's."""
-        limit = STATUS_PAGE_MAX if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= STATUS_PAGE_MAX:
-            raise ControlError("bad_request", f"limit must be a whole number from 1 to {STATUS_PAGE_MAX}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ControlError("bad_request", "offset must be a whole number >= 0")
+        limit = whole(STATUS_PAGE_MAX if limit is None else limit, "limit", 1, STATUS_PAGE_MAX)
+        offset = whole(offset, "offset", 0)
         states = [state] if isinstance(state, str) else state
         if states is not None and (not isinstance(states, list) or not states
                                    or not all(isinstance(x, str) and x.upper() in status_pages.ATTENTION_ORDER
@@ -251,15 +253,12 @@ class ControlOps(DataOps):
     def op_records(self, name: str, limit: int = 20):
         check_name(name)
         sources.get(self.conn, name)
-        if not isinstance(limit, int) or limit < 1:
-            raise ControlError("bad_request", "limit must be a whole number >= 1")
-        return records.newest(self.conn, name, min(limit, 100_000))
+        return records.newest(self.conn, name, min(whole(limit, "limit", 1), 100_000))
 
     def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise ControlError("bad_request", "limit must be a whole number >= 1")
-        if not isinstance(after_id, int) or isinstance(after_id, bool) or after_id < 0:
-            raise ControlError("bad_request", "after_id must be a whole number >= 0")
+        limit, after_id = whole(limit, "limit", 1), whole(after_id, "after_id", 0)
+        if source is not None:
+            check_name(source)
         return alerts_store.since(self.conn, after_id, min(limit, 10_000), source)
 
     # -- writing -------------------------------------------------------------------------
@@ -328,7 +327,7 @@ class ControlOps(DataOps):
         from healerd.actors.deployer import TryVersion
 
         check_name(name)
-        target = self._write(Ledger.rollback_target, name, to)
+        target = self._write(Ledger.rollback_target, name, None if to is None else whole(to, "to", 1))
         tried = self.daemon.registry.get("deployer").ask(TryVersion(name, target), timeout=RUN_WAIT_S)
         fails = None if tried.get("passes") is not False else tried.get("reason") or "it fails validation"
         if fails and not force:
@@ -341,7 +340,7 @@ class ControlOps(DataOps):
 
     def op_approve(self, name: str, version: int):
         check_name(name)
-        return self._write(Ledger.approve, name, int(version))
+        return self._write(Ledger.approve, name, whole(version, "version", 1))
 
     def op_resume_healing(self):
         return self._write(Ledger.resume_healing)

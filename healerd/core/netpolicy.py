@@ -4,10 +4,16 @@ A scraped page's script is not trusted. Whatever it asks for (a navigation, fetc
 subresource, a WebSocket), the browser fetch asks here first:
 - the source's own origin (scheme, host and port, as for the HTTP fetcher's credentials) is
   always allowed: it is what the source was told to scrape;
-- any other URL whose host resolves to an internal address (loopback, private, link-local
-  such as the cloud metadata address 169.254.169.254, unique-local, unspecified, multicast or
-  reserved) is refused, unless `allow_private` is set; the caller passes the addresses it
-  resolved, so a name pointing at an internal address is refused like the address itself;
+- any other URL whose host resolves to an address that is not global is refused, unless
+  `allow_private` is set: only what `ipaddress` calls global (IANA's special-purpose registries:
+  not loopback, private, carrier-grade NAT 100.64.0.0/10, link-local such as the cloud metadata
+  address 169.254.169.254, unique-local, documentation, benchmarking...) and is neither
+  multicast nor site-local IPv6 (fec0::/10) passes. An IPv6 address carrying an IPv4 one is
+  judged by that IPv4 address (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16),
+  so `64:ff9b::a00:1` is 10.0.0.1 through the NAT64 gateway; the local-use NAT64 prefix
+  64:ff9b:1::/48 and the deprecated IPv4-compatible ::/96 are refused; an address that cannot be
+  parsed is refused. The caller passes the addresses it resolved, so a name pointing at an
+  internal address is refused like the address itself;
 - schemes other than http(s) and ws(s) are refused (data: and blob: never reach the network
   and are not asked about).
 """
@@ -50,15 +56,28 @@ def host_port(url: str) -> tuple[str, int] | None:
     return None if o is None else (o[1], o[2])
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")            # RFC 6052: the IPv4 address is the last 32 bits
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")    # RFC 8215: a local-use translator, any mapping
+_V4_COMPATIBLE = ipaddress.IPv6Network("::/96")           # deprecated IPv4-compatible addresses
+
+
 def internal(address: str) -> bool:
-    """True for an address a scraped page must not reach: loopback, private, link-local,
-    unique-local, unspecified, multicast, reserved (IPv4-mapped IPv6 judged as IPv4)."""
+    """True for an address a scraped page must not reach: whatever is not global (see the
+    module's docstring; an IPv6 address carrying an IPv4 one judged by it), multicast,
+    site-local, and anything that is not an address."""
     try:
         ip = normal_ip(address)
     except ValueError:
         return True   # not an address we can judge: refused
-    return bool(ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast
-                or ip.is_reserved or (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local))
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _NAT64:
+            return internal(str(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+        if ip.sixtofour is not None:
+            return internal(str(ip.sixtofour))
+        if ip in _NAT64_LOCAL or ip in _V4_COMPATIBLE or ip.is_site_local or ip.teredo is not None:
+            return True
+    return not ip.is_global or bool(ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+                                    or ip.is_multicast or ip.is_reserved)
 
 
 def refusal(url: str, source_url: str, addresses: list[str], allow_private: bool) -> str | None:

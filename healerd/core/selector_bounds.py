@@ -13,7 +13,12 @@ anywhere it must be small and shallow:
 - at most MAX_LOOSE_COMBINATORS descendant (" ") or general-sibling ("~") combinators in the
   whole selector, nested ones included: each is a search over all ancestors or siblings, and
   they multiply;
-- no `:has()`, `:not()`, `:is()`, `:where()` (or `:matches()`) inside another one.
+- no `:has()`, `:not()`, `:is()`, `:where()` (or `:matches()`) inside another one;
+- every other pseudo-class on an allow-list (PSEUDO_CLASSES, FUNCTIONS). cssselect reads the
+  argument of a functional pseudo-class as bare tokens, while lexbor evaluates a selector there
+  (`:nth-child(2n of div p)`, `:current(div p)`): such an argument would escape every bound
+  above. So a functional pseudo-class is allowed only with arguments that are no selector
+  (`:nth-child(2n+1)`, `:lang(en)`), and `of S` or `:current()` are refused.
 
 The selector is parsed with `cssselect` (a maintained CSS Selectors Level 4 parser, the one
 parsel and Scrapy use), not tokenised by hand: its tree says exactly what nests in what. A
@@ -25,6 +30,7 @@ small selector slow.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -53,6 +59,20 @@ MAX_LOOSE_COMBINATORS = 4
 MAX_NESTING = 1
 NESTING_PSEUDOS = ":has(), :not(), :is(), :where()"
 _LOOSE = (" ", "~")
+
+# Pseudo-classes without arguments: none takes a selector, each tests the element itself.
+PSEUDO_CLASSES = frozenset((
+    "active", "any-link", "blank", "checked", "default", "disabled", "empty", "enabled", "first-child",
+    "first-of-type", "focus", "focus-visible", "focus-within", "hover", "in-range", "indeterminate", "invalid",
+    "last-child", "last-of-type", "link", "only-child", "only-of-type", "optional", "out-of-range",
+    "placeholder-shown", "read-only", "read-write", "required", "root", "scope", "target", "valid", "visited",
+))
+_NTH = ("nth-child", "nth-last-child", "nth-of-type", "nth-last-of-type")
+# Functional pseudo-classes, with the token types their arguments may have (never a selector).
+FUNCTIONS = {**{name: ("NUMBER", "IDENT", "DELIM") for name in _NTH},
+             "lang": ("IDENT", "STRING"), "dir": ("IDENT",),
+             "contains": ("STRING", "IDENT"), "lexbor-contains": ("STRING", "IDENT")}
+_AN_B = re.compile(r"(?:[+-]?\d*n(?:[+-]\d+)?|[+-]?\d+|odd|even)")
 
 
 class SelectorRefused(Refusal):
@@ -105,12 +125,35 @@ def _measure(node: Any, depth: int, stats: dict[str, int]) -> None:
     if isinstance(node, Selector):
         _measure_selector(node, depth, stats)
         return
-    if isinstance(node, (Class, Hash, Attrib, Pseudo, Function)):
+    if isinstance(node, Pseudo):
+        if node.ident.lower() not in PSEUDO_CLASSES:
+            raise ValueError(f"the pseudo-class :{node.ident} is not on the allow-list")
+        _measure(node.selector, depth, stats)
+        return
+    if isinstance(node, Function):
+        _check_function(node)
+        _measure(node.selector, depth, stats)
+        return
+    if isinstance(node, (Class, Hash, Attrib)):
         _measure(node.selector, depth, stats)
         return
     if isinstance(node, Element):
         return
     raise ValueError(f"an unknown selector part ({type(node).__name__})")
+
+
+def _check_function(node: Function) -> None:
+    """A functional pseudo-class on the allow-list, whose arguments are no selector."""
+    name = node.name.lower()
+    allowed = FUNCTIONS.get(name)
+    if allowed is None:
+        raise ValueError(f"the pseudo-class :{node.name}() is not on the allow-list")
+    if any(arg.type not in allowed for arg in node.arguments):
+        raise ValueError(f":{node.name}() takes no such argument")
+    if name in _NTH:
+        text = "".join(str(arg.value) for arg in node.arguments).lower()
+        if not _AN_B.fullmatch(text):
+            raise ValueError(f":{node.name}() takes An+B only (`of S` would be a selector no bound measures)")
 
 
 def _relative(node: Relation) -> list[tuple[str, Any]]:

@@ -4,12 +4,13 @@ A page, a site's error, a healer's summary or an exception message may carry con
 characters: `ESC ] 0 ; title BEL` retitles the window, OSC 52 writes the clipboard,
 `ESC [ 2 J` clears the screen of whoever tails the journal, a CSI introducer can also come
 as the single C1 byte U+009B, and a bare CR rewrites the line it is on. `visible` makes every
-C0 and C1 control character (and DEL) visible as a Python-style escape (`\\x1b`, `\\x07`,
-`\\x9b`), so an escape sequence is shown as text and never interpreted; `one_line=True`
+C0 and C1 control character (and DEL), and every Unicode format character or line/paragraph
+separator (U+202E, zero-width ones: categories Cf, Zl, Zp), visible as a Python-style escape
+(`\\x1b`, `\\x07`, `\\x9b`, `\\u202e`), so an escape sequence is shown as text and never interpreted; `one_line=True`
 (where a line is expected) first folds line breaks and tabs, and runs of whitespace, into
 one space. `json_text` is a JSON encoding for a terminal: C0 characters are JSON-escaped by
-`json.dumps` already; DEL and C1 characters, which it leaves raw when `ensure_ascii` is off,
-are escaped as `\\u007f`..`\\u009f` (the same JSON value).
+`json.dumps` already; DEL, C1 and format characters, which it leaves raw when `ensure_ascii`
+is off, are escaped as `\\u007f`, `\\u202e`... (the same JSON value).
 """
 
 from __future__ import annotations
@@ -19,18 +20,40 @@ import json
 import re
 from typing import Any
 
-# C0 controls, DEL and C1 controls: everything a terminal may act on instead of printing.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode's format characters (category Cf: U+202E RIGHT-TO-LEFT OVERRIDE and the other bidi
+# controls, zero-width spaces and joiners, the BOM, invisible tag characters) and its line and
+# paragraph separators (Zl, Zp): printed, they reorder or hide what a person reads (`abc` shown
+# where `cba` is), so they are shown as escapes like controls. tests/core/test_terminal.py checks
+# this list against the running Python's unicodedata.
+FORMAT_CHARS = ("\xad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e"
+                "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+                "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+# C0 controls, DEL, C1 controls and the format characters: everything a terminal may act on
+# (or a reader be misled by) instead of printing.
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{FORMAT_CHARS}]")
 # What `one_line` folds into a space: line breaks (including the C1 NEL and Unicode's line and
 # paragraph separators), tabs and form feeds, and the ordinary whitespace around them.
 _BREAKS = re.compile(r"[\s\x1c-\x1f\x85\u2028\u2029]+")
-_JSON_RAW = re.compile(r"[\x7f-\x9f]")
+_JSON_RAW = re.compile(f"[\x7f-\x9f{FORMAT_CHARS}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group(0)
-    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+    named = _NAMED.get(char)
+    if named:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    """A character as a JSON escape (a surrogate pair beyond the BMP): the same JSON value."""
+    code = ord(match.group(0))
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
 
 
 def visible(text: Any, *, one_line: bool = True) -> str:
@@ -69,7 +92,7 @@ def json_text(obj: Any, *, indent: int | None = None, separators: tuple[str, str
             text = None
     if text is None:
         text = json.dumps(obj, ensure_ascii=False, indent=indent, separators=separators, default=default)
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) if _JSON_RAW.search(text) else text
+    return _JSON_RAW.sub(_json_escape, text) if _JSON_RAW.search(text) else text
 
 
 # `json.dumps(..., indent=N)` runs the json module's pure-Python encoder (its C encoder is used

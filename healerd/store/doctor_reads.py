@@ -40,17 +40,20 @@ def rejected_since(conn: apsw.Connection, name: str, body: str, since: float | N
 
 def healer_calls_since(conn: apsw.Connection, since: float, name: str | None = None) -> tuple[int, float | None, float | None]:
     """External healer calls started after `since` (of `name`, or of every source): how many, the
-    first and the newest start."""
+    first and the newest start. A call refused as untrusted sent nothing and spends no budget."""
     if name is None:
         r = row(conn, "SELECT count(*) AS n, min(started_at) AS first, max(started_at) AS last "
-                      "FROM healer_calls WHERE started_at > ?", (since,))
+                      "FROM healer_calls WHERE started_at > ? AND outcome != 'untrusted'", (since,))
     else:
         r = row(conn, "SELECT count(*) AS n, min(started_at) AS first, max(started_at) AS last "
-                      "FROM healer_calls WHERE source_name = ? AND started_at > ?", (name, since))
+                      "FROM healer_calls WHERE source_name = ? AND started_at > ? AND outcome != 'untrusted'",
+                (name, since))
     assert r is not None   # an aggregate always answers one row
     return r["n"], r["first"], r["last"]
 
 
 def budget_paused_at(conn: apsw.Connection, name: str) -> float | None:
-    """When the newest BUDGET_PAUSED alert of `name` was raised (None: never)."""
-    return scalar(conn, "SELECT max(ts) FROM alerts WHERE source = ? AND event = 'BUDGET_PAUSED'", (name,))
+    """When the newest BUDGET_PAUSED alert of `name` for its budget was raised (None: never); a
+    pause for an untrusted healer listener is another pause's news."""
+    return scalar(conn, "SELECT max(ts) FROM alerts WHERE source = ? AND event = 'BUDGET_PAUSED' "
+                        "AND json_extract(details, '$.cause') IS NOT 'untrusted_healer'", (name,))

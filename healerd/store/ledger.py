@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from healerd.core.blueprint import Blueprint
+from healerd.store import alert_cursors, sources
 from healerd.store import alerts as alerts_store
 from healerd.store import feeds as feeds_store
-from healerd.store import sources
 from healerd.store.fix_writes import FixWrites
 from healerd.store.health_writes import human_duration
 from healerd.store.lifecycle import DEAD, QUARANTINED
@@ -145,6 +145,29 @@ class Ledger(ScrapeWrites, FixWrites):
         if feeds_store.failed(self.conn, feed, error, self.clock()):
             fx.alert("SYSTEMIC_HALT", None, f"feed {feed} cannot deliver ({error}); retrying with backoff, "
                      "nothing is lost", level="error", details={"cause": "feed", "feed": feed})
+        return fx
+
+    # -- alert delivery (the webhook) -------------------------------------------------------------
+    def sync_alert_targets(self, targets: list[str], since: float) -> list[str]:
+        """One cursor per alert target (a new one starts with the alerts raised from `since` on)."""
+        return alert_cursors.sync(self.conn, targets, since, self.clock())
+
+    def alerts_delivered(self, target: str, cursor: int, delivered: int) -> Effects:
+        """The target dealt with every alert up to `cursor`; a delivery ends its outage (one RECOVERED)."""
+        fx = Effects()
+        now = self.clock()
+        since = alert_cursors.advance(self.conn, target, cursor, delivered, now)
+        if since is not None:
+            fx.alert("RECOVERED", None, f"alert {target} delivers again after {human_duration(round(now - since))}; "
+                     "the alerts raised meanwhile follow in order", level="info", details={"cause": target})
+        return fx
+
+    def alert_delivery_failed(self, target: str, error: str) -> Effects:
+        """A delivery to the target failed: the first failure of an outage raises its one alert."""
+        fx = Effects()
+        if alert_cursors.failed(self.conn, target, error, self.clock()):
+            fx.alert("SYSTEMIC_HALT", None, f"alert {target} cannot deliver ({error}); retrying with backoff, "
+                     "nothing is lost", level="error", details={"cause": target})
         return fx
 
     def memory(self, method: Callable[..., R], /, **kwargs: Any) -> R:

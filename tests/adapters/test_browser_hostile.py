@@ -462,6 +462,20 @@ def test_the_network_policy():
                  "fe80::1", "0.0.0.0", "::ffff:127.0.0.1", "224.0.0.1"):
         assert netpolicy.refusal("http://evil.test/x", src, ["93.184.216.34", addr], False), addr
         assert netpolicy.refusal("http://evil.test/x", src, [addr], True) is None
+    # Whatever is not global: carrier-grade NAT, site-local IPv6, private IPv4 behind IPv4-mapped,
+    # NAT64 or 6to4 addresses, the local-use NAT64 prefix, IPv4-compatible and Teredo addresses,
+    # documentation and benchmarking ranges, and what is not an address at all.
+    for addr in ("100.64.0.1", "100.127.255.254", "fec0::1", "feff::1", "::ffff:10.0.0.1", "::ffff:100.64.0.1",
+                 "64:ff9b::a00:1", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::6440:1", "2002:a00:1::1",
+                 "2002:7f00:1::", "64:ff9b:1::5db8:d822", "::10.0.0.1", "::5db8:d822", "2001:0:4136:e378::1",
+                 "2001:db8::1", "198.18.0.1", "192.0.2.1", "240.0.0.1", "ff0e::1", "255.255.255.255",
+                 "not-an-address", "", "1.2.3.4.5", "::g", "10.0.0.1/8"):
+        assert netpolicy.internal(addr), addr
+        assert netpolicy.refusal("http://evil.test/x", src, ["93.184.216.34", addr], False), addr
+    for addr in ("93.184.216.34", "2606:4700::1", "::ffff:93.184.216.34", "64:ff9b::5db8:d822", "2002:5db8:d822::1",
+                 "8.8.8.8", "2a00:1450:4001::200e"):
+        assert not netpolicy.internal(addr), addr
+        assert netpolicy.refusal("http://cdn.test/x", src, [addr], False) is None, addr
     assert netpolicy.refusal("http://shop.test:8081/x", src, ["127.0.0.1"], False)   # another port
     assert netpolicy.refusal("https://cdn.test/x.js", src, ["93.184.216.34"], False) is None
     assert netpolicy.refusal("ftp://cdn.test/x", src, ["93.184.216.34"], False)

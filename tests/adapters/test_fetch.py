@@ -515,7 +515,7 @@ def test_the_webhook_and_healer_clients_reuse_the_fetchers_tls_context(monkeypat
     (each load costs ~20 ms and ~1 MB, and the Doctor opens a client per heal attempt)."""
     import ssl
 
-    from healerd.actors.alerter import _Webhook
+    from healerd.actors.alert_delivery import WebhookTarget
     from healerd.adapters import fetch as fetch_mod
     from healerd.adapters.external import CodeHealerClient, HealerConfig
     from healerd.adapters.openai_backend import OpenAIHealerClient
@@ -532,11 +532,11 @@ def test_the_webhook_and_healer_clients_reuse_the_fetchers_tls_context(monkeypat
     fetcher = Fetcher()
     clients = [CodeHealerClient(HealerConfig(url="https://healer.example/heal")),
                OpenAIHealerClient(HealerConfig(url="https://llm.example/v1", kind="openai", model="m"))]
-    hook = _Webhook("https://hooks.example/alerts")
+    hook = WebhookTarget("https://hooks.example/alerts", fetch_mod.FetchConfig())
     try:
         assert len(loads) == 1
     finally:
-        hook.client.close()
+        hook.close()
         for c in clients:
             c.close()
         fetcher.close()

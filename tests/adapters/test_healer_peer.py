@@ -429,21 +429,31 @@ def test_the_config_refuses_what_would_leak(monkeypatch, tmp_path):
 # ------------------------------------------------------------------------- the daemon
 
 
-def test_the_daemon_refuses_an_impostor_healer_with_one_line_and_an_alert(site, daemon_factory, tmp_path,
-                                                                           impostor):
-    imp = impostor()
+def test_the_daemon_refuses_an_impostor_healer_with_one_line_and_an_alert_and_spends_no_attempt(
+        site, daemon_factory, tmp_path, impostor):
+    imp = impostor()   # another user (nobody) listens on the healer's port
     d = daemon_factory(healer_config(f"http://127.0.0.1:{imp.port}/api/heal", token=HEALER_TOKEN,
-                                     cycles=3, timeouts="[5, 5, 5]")).start()
+                                     cycles=3, timeouts="[5, 5, 5]", attempts=1)).start()
     add_and_break(d, site, tmp_path)
     calls = d.wait_for(lambda: healer_calls(d), what="the refused healer call")
     d.wait_for(lambda: db_rows(d, "SELECT 1 FROM fix_history WHERE source_name = 'stats'"), what="the attempt")
     calls = healer_calls(d)
     assert [(c["cycle"], c["outcome"], c["http_status"]) for c in calls] == [(1, "untrusted", None)]   # no cycle 2
     assert "nobody (uid 65534)" in calls[0]["reason"]
-    alerts = d.wait_for(lambda: [a for a in d.alerts() if a["event"] == "HEAL_FAILED"
-                                 and a["details"].get("cause") == "untrusted_healer"], what="the alert")
+    alerts = d.wait_for(lambda: [a for a in d.alerts() if a["details"].get("cause") == "untrusted_healer"],
+                        what="the alert")
     assert len(alerts) == 1 and alerts[0]["source"] == "stats" and alerts[0]["level"] == "error"
+    assert alerts[0]["event"] == "BUDGET_PAUSED" and "no fix attempt spent" in alerts[0]["message"]
     assert "nobody (uid 65534)" in alerts[0]["message"]
+    # With one attempt allowed, a spent attempt would have quarantined the source: it waits instead,
+    # its task released for later, no attempt counted and no heal said to have failed.
+    status = d.ctl_json("status", "stats")
+    assert status["state"] == "DEGRADED" and status["fix_attempts_24h"] == 0, status
+    assert [r["outcome"] for r in db_rows(d, "SELECT outcome FROM fix_history WHERE source_name = 'stats'")] \
+        == ["declined"]
+    assert db_rows(d, "SELECT state FROM task_queue WHERE target = 'stats' AND type = 'FIX_SOURCE'") \
+        == [{"state": "PENDING"}]
+    assert not [a for a in d.alerts() if a["event"] in ("HEAL_FAILED", "QUARANTINED")]
     lines = [line for line in d.log().splitlines() if "external healer not called" in line]
     assert any("WARNING" in line and "nobody (uid 65534)" in line for line in lines), d.log()[-3000:]
     assert HEALER_TOKEN not in d.log() and HEALER_TOKEN not in json.dumps(d.alerts())

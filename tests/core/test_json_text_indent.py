@@ -9,7 +9,7 @@ very same for every shape, nesting depth and indent (C1 characters and DEL escap
 from __future__ import annotations
 
 import json
-import re
+import unicodedata
 
 import pytest
 
@@ -30,8 +30,11 @@ SHAPES = [
 
 
 def reference(obj, indent: int) -> str:
+    """json.dumps's text with DEL, C1 and Unicode's format characters and separators escaped."""
     text = json.dumps(obj, ensure_ascii=False, indent=indent)
-    return re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    shown = (c if not ("\x7f" <= c <= "\x9f" or unicodedata.category(c) in ("Cf", "Zl", "Zp"))
+             else json.dumps(c)[1:-1] for c in text)
+    return "".join(shown)
 
 
 @pytest.mark.parametrize("indent", [0, 1, 2, 4])

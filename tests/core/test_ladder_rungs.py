@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import from_dict
 from healerd.core.ladder.ports import FetchedPage, FetchFailed, LadderSettings
+from healerd.core.timeutil import iso
 from tests.support.ladder_fakes import (
     AMBIGUOUS,
     BEFORE,
@@ -310,16 +311,31 @@ def test_cycles_stop_at_the_fewer_of_cycles_and_timeouts():
     assert got["reason"] == "external cycle 1: bad_response: not JSON; external cycle 2: bad_response: not JSON"
 
 
-def test_an_untrusted_listener_is_alerted_once_and_never_called_again():
+def test_an_untrusted_listener_pauses_the_attempt_without_spending_it_and_is_never_called_again():
     w = World(settings=ladder("external", healer_cycles=3, healer_timeouts=(1, 2, 3)),
               answers=[Answer(False, "untrusted", "the listener is uid 1234", http_status=None)])
-    got = w.treat()
+    got = w.treat(task_id=5)
     assert len(w.healer_asked) == 1
+    # Another user's listener is no failed fix: the attempt is declined (not counted), the task waits.
+    assert got["outcome"] == "declined" and w.last_fix["outcome"] == "declined"
+    assert w.tasks == [("release", 5, NOW + 300.0)]
     alert, = w.alerts
-    assert alert["event"] == "HEAL_FAILED" and alert["severity"] == "error"
-    assert alert["details"] == {"cause": "untrusted_healer", "cycle": 1}
-    assert alert["message"] == "external healer not called: the listener is uid 1234"
+    assert alert["event"] == "BUDGET_PAUSED" and alert["severity"] == "error"
+    assert alert["details"] == {"cause": "untrusted_healer", "cycle": 1, "resumes_at": iso(NOW + 300.0)}
+    assert alert["message"].startswith("healing paused, no fix attempt spent: external healer not called: "
+                                       "the listener is uid 1234")
     assert got["reason"] == "external cycle 1: untrusted: the listener is uid 1234"
+
+
+def test_an_untrusted_listener_after_an_earlier_rung_deployed_ends_the_attempt_as_a_failure():
+    w = World(settings=ladder("builtin", "external", healer_cycles=2, healer_timeouts=(1, 2)),
+              answers=[Answer(False, "untrusted", "the listener is uid 1234", http_status=None)])
+    w.unfetched = True   # the built-in candidate was staged, then rejected unjudged
+    got = w.treat()
+    assert len(w.deploys) == 1 and len(w.healer_asked) == 1
+    assert got["outcome"] == "rejected" and w.last_fix["outcome"] == "rejected"
+    alert, = [a for a in w.alerts if a["details"].get("cause") == "untrusted_healer"]
+    assert alert["event"] == "HEAL_FAILED" and alert["details"] == {"cause": "untrusted_healer", "cycle": 1}
 
 
 def test_the_same_answer_as_a_rejected_one_stops_the_calls():

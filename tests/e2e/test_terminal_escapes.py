@@ -21,7 +21,8 @@ from tests.support.healer_server import HealerServer, healed
 from tests.support.sitepages import LISTING_BP, ROWS, listing_v1, listing_v2, write_blueprint
 from tests.support.terminal_kit import PAYLOAD, assert_nothing_raw, on_pty
 
-SHOWN = "\\x1b]0;pwned\\x07 \\x1b]52;c;SGVsbG8=\\x07 \\x1b[2J \\x1bc bare\\x1b \\x9b31m \\x07 cr over"
+SHOWN = ("\\x1b]0;pwned\\x07 \\x1b]52;c;SGVsbG8=\\x07 \\x1b[2J \\x1bc bare\\x1b \\x9b31m \\x07 cr over"
+         " \\u202egnp.exe\\u200b\\u200d\\ufeff\\U000e0041 ls ep")
 FIXED = dict(LISTING_BP, items="table.league-table tr.row-player",
              fields={"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}})
 SGR = re.compile(rb"\x1b\[[0-9;]*m")

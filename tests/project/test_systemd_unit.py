@@ -238,6 +238,13 @@ def test_contrib_config_has_every_key_with_its_default():
             for key in dataclasses.fields(FeedSection):
                 assert re.search(rf"^# {key.name} = ", example, re.M), f"[[feeds]] {key.name} is not documented"
             continue
+        if section.name == "notify":   # the same, for the [[notify]] tables
+            from healerd.config import NotifySection
+
+            example = text.split("# [[notify]]", 1)[1]
+            for key in dataclasses.fields(NotifySection):
+                assert re.search(rf"^# {key.name} = ", example, re.M), f"[[notify]] {key.name} is not documented"
+            continue
         body = by_section.get(section.name)
         assert body is not None, f"[{section.name}] missing from contrib/healerd.toml"
         for key in dataclasses.fields(section.type if isinstance(section.type, type) else

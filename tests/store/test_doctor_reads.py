@@ -62,6 +62,11 @@ def test_external_healer_calls_of_a_window(conn):
     assert doctor_reads.healer_calls_since(conn, T0, "stats") == (2, T0 + 10, T0 + 50), "strictly after"
     assert doctor_reads.healer_calls_since(conn, T0) == (3, T0 + 10, T0 + 50)
     assert doctor_reads.healer_calls_since(conn, T0 + 20, "other") == (1, T0 + 30, T0 + 30)
+    # A call refused as untrusted sent nothing: it spends no budget.
+    conn.execute("INSERT INTO healer_calls (source_name, cycle, backend, started_at, duration_ms, http_status, "
+                 "outcome, reason) VALUES ('stats', 1, 'code-healer', ?, 0, NULL, 'untrusted', 'nobody')", (T0 + 60,))
+    assert doctor_reads.healer_calls_since(conn, T0, "stats") == (2, T0 + 10, T0 + 50)
+    assert doctor_reads.healer_calls_since(conn, T0) == (3, T0 + 10, T0 + 50)
 
 
 def test_the_newest_budget_pause_alert(conn):
@@ -69,4 +74,8 @@ def test_the_newest_budget_pause_alert(conn):
     for event, source, ts in (("BUDGET_PAUSED", "stats", T0 + 5), ("BUDGET_PAUSED", "stats", T0 + 9),
                               ("HEAL_FAILED", "stats", T0 + 20), ("BUDGET_PAUSED", "other", T0 + 30)):
         alerts.insert(conn, {"level": "warning", "source": source, "event": event, "message": "m"}, ts)
+    assert doctor_reads.budget_paused_at(conn, "stats") == T0 + 9
+    # A pause for an untrusted healer listener is not the budget's.
+    alerts.insert(conn, {"level": "error", "source": "stats", "event": "BUDGET_PAUSED", "message": "m",
+                         "details": {"cause": "untrusted_healer"}}, T0 + 40)
     assert doctor_reads.budget_paused_at(conn, "stats") == T0 + 9

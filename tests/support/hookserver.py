@@ -9,7 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Hook:
-    def __init__(self, status: int = 200):
+    def __init__(self, status: int = 200, sock=None):
+        """`sock`: a socket already bound (tests.support.ports.hold_port) to serve on, so a test can
+        take a receiver down and bring it back at the same address."""
         self.status = status
         self.posts: list[dict] = []          # the bodies of the POSTs answered 2xx
         self.refused = 0                     # POSTs answered otherwise
@@ -46,7 +48,13 @@ class Hook:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if sock is None:
+            self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        else:
+            self.server = ThreadingHTTPServer(sock.getsockname(), Handler, bind_and_activate=False)
+            self.server.socket.close()
+            self.server.socket = sock
+            self.server.server_activate()
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -8,12 +8,17 @@ import subprocess
 
 from tests.support.daemon import bin_cmd
 
-PAYLOAD = "\x1b]0;pwned\x07 \x1b]52;c;SGVsbG8=\x07 \x1b[2J \x1bc bare\x1b \x9b31m \x07 cr\rover"
+# ... and Unicode format characters: U+202E (right-to-left override: `abc` shown as `cba`), a
+# zero-width space and joiner, a BOM, an invisible tag character, a line separator.
+PAYLOAD = ("\x1b]0;pwned\x07 \x1b]52;c;SGVsbG8=\x07 \x1b[2J \x1bc bare\x1b \x9b31m \x07 cr\rover"
+           " \u202egnp.exe\u200b\u200d\ufeff\U000e0041 ls\u2028ep")
 
 
 # What a terminal acts on: ESC, BEL, a C1 control (UTF-8 encoded), a CR that is not the pty's own
-# CR before LF, and the other C0 controls but LF and tab.
-RAW = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]")
+# CR before LF, and the other C0 controls but LF and tab; and (UTF-8 encoded) the soft hyphen, the
+# bidi controls and zero-width characters, the line and paragraph separators, the BOM and the tags.
+RAW = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f\xad]|\xe2\x80[\x8b-\x8f\xa8-\xae]"
+                 rb"|\xe2\x81[\xa0-\xa4\xa6-\xaf]|\xef\xbb\xbf|\xf3\xa0[\x80\x81][\x80-\xbf]")
 
 
 def on_pty(d, *args: str, colour: bool = False) -> bytes:

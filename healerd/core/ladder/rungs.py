@@ -24,6 +24,7 @@ log = logging.getLogger("healerd.doctor")
 RELOCATION_TRIALS = 15   # same-site addresses tried for a page that moved
 DAY = 86400.0
 MIN_PAUSE = 60.0         # a task paused by the external budget waits at least this long
+UNTRUSTED_PAUSE = 300.0  # a task paused because another user listens where the healer should
 
 
 class Rungs:
@@ -221,8 +222,19 @@ class Rungs:
             if res.outcome == "untrusted":
                 # Nothing was sent: whoever answers there is not trusted with the token and the page.
                 # The next cycle would meet the same listener: one line, one alert, no more cycles.
+                # Someone else's listener is no failure of the fix: before anything was deployed,
+                # the attempt is paused like one the budget stopped (no attempt spent, so another
+                # user squatting the port cannot quarantine sources) and tried again later.
                 tried.append(f"external cycle {cycle}: {res.outcome}: {res.reason}")
                 log.warning("%s: external healer not called: %s", att.name, res.reason)
+                if cycle == 1 and not att.deployed:
+                    resumes = self.ports.clock() + UNTRUSTED_PAUSE
+                    self.ports.outcomes.alert(
+                        "BUDGET_PAUSED", att.name, f"healing paused, no fix attempt spent: external healer not "
+                        f"called: {res.reason}; tried again at {iso(resumes)}", "error",
+                        {"cause": "untrusted_healer", "cycle": cycle, "resumes_at": iso(resumes)})
+                    return {"outcome": "paused", "strategy": "external", "version": None, "retry_in": UNTRUSTED_PAUSE,
+                            "reason": f"external healer not called: {res.reason}"}
                 self.ports.outcomes.alert("HEAL_FAILED", att.name, f"external healer not called: {res.reason}",
                                           "error", {"cause": "untrusted_healer", "cycle": cycle})
                 break
