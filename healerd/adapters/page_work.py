@@ -73,7 +73,7 @@ def _core_call(name: str) -> Callable[..., Any]:
         from healerd.core.heal.builtin import heal
         return heal
     if name == "gone_fields":
-        from healerd.core.heal.data_gone import gone_fields
+        from healerd.core.heal.checks.data_gone import gone_fields
         return gone_fields
     if name in ("drift_reason", "page_drift", "page_locus"):
         from healerd.core import drift

@@ -1,12 +1,12 @@
-"""The healer reads a card's labelled pairs as the table's columns they were (healerd.core.heal.label_pairs)."""
+"""The healer reads a card's labelled pairs as the table's columns they were (healerd.core.heal.page.label_pairs)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.label_pairs import is_label_pair
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.page.label_pairs import is_label_pair
 
 ROWS = [("Claw hammer", "12", "4"), ("Garden hose", "30", "7"), ("Tape measure", "9", "15"), ("Spirit level", "21", "2")]
 

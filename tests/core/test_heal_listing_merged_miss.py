@@ -1,5 +1,5 @@
 """A listing field's selector that finds nothing in a record saying the old value with a label merged in
-misses that record (healerd.core.heal.listing_fields)."""
+misses that record (healerd.core.heal.fields.listing_fields)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The healer finds a value whose label moved into its node (healerd.core.heal.merged_labels)."""
+"""The healer finds a value whose label moved into its node (healerd.core.heal.fields.merged_labels)."""
 
 from __future__ import annotations
 

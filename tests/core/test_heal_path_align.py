@@ -12,8 +12,8 @@ from __future__ import annotations
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.path_align import path_of, path_similarity
+from healerd.core.heal.fields.path_align import path_of, path_similarity
+from healerd.core.heal.page.fingerprint import Page
 
 PROMOTION_THRESHOLD = 0.75
 

@@ -1,5 +1,5 @@
 """A selector loosened through the siblings' change of node never reads the record's own container
-(healerd.core.heal.listing_siblings.all_of_tag).
+(healerd.core.heal.fields.listing_siblings.all_of_tag).
 
 A table become a grid of <div>s, two header rows kept as grid rows before the records: the first
 record's row is itself `:nth-child(3)`, so a loosened `:nth-child(3)` matches, in that record, the

@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
-from healerd.core.heal import page_text
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.page import page_text
+from healerd.core.heal.page.fingerprint import Page
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 

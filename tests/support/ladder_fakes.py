@@ -189,7 +189,7 @@ class Trials:
             from healerd.core.heal.builtin import heal
             return heal(*args)
         if name == "gone_fields":
-            from healerd.core.heal.data_gone import gone_fields
+            from healerd.core.heal.checks.data_gone import gone_fields
             return gone_fields(*args)
         from healerd.core import drift
         return getattr(drift, name)(*args)

@@ -17,22 +17,22 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
-from healerd.core.heal.agreement import CORROBORATED, corroborated
-from healerd.core.heal.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, copied_records, to_twins
+from healerd.core.heal.checks.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, copied_records, to_twins
+from healerd.core.heal.checks.placeholder import placeholder_field
+from healerd.core.heal.checks.values_in_place import kept_in_place, stale_copies
 from healerd.core.heal.collector import collector_paused
 from healerd.core.heal.evidence import (
     HealResult,
 )
-from healerd.core.heal.fingerprint import Page
 from healerd.core.heal.listing import (
     _heal_items,
 )
-from healerd.core.heal.page_extract import extract_on
-from healerd.core.heal.placeholder import placeholder_field
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.page.page_extract import extract_on
 from healerd.core.heal.single_record import (
     _heal_single,
 )
-from healerd.core.heal.values_in_place import kept_in_place, stale_copies
+from healerd.core.heal.verdict.agreement import CORROBORATED, corroborated
 
 __all__ = ["HealResult", "heal"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from healerd.core.blueprint import Blueprint
-from healerd.core.heal.fingerprint import Page, text_shape
+from healerd.core.heal.page.fingerprint import Page, text_shape
 
 # thresholds (explicit so they can be reasoned about and tuned in one place)
 MARGIN = 0.12             # best must beat the runner-up by this much (combined score)

@@ -14,20 +14,30 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.attr_to_text import text_was_a_copy
 from healerd.core.heal.evidence import (
     SAMPLE,
     HealResult,
 )
-from healerd.core.heal.fingerprint import (
+from healerd.core.heal.fields.attr_to_text import text_was_a_copy
+from healerd.core.heal.fields.listing_anchored import place_changed_fields
+from healerd.core.heal.fields.listing_cells import ALIGNED_CONFIDENCE, aligned_cell
+from healerd.core.heal.fields.listing_fields import SHORT_UNLIKE, _field_in_containers
+from healerd.core.heal.fields.listing_labels import by_old_label, no_old_value_left
+from healerd.core.heal.fields.listing_siblings import all_of_tag, through_siblings_change
+from healerd.core.heal.fields.moved_attr import other_attr_listing
+from healerd.core.heal.page.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
 )
-from healerd.core.heal.listing_anchor import one_field_reads_every_record
-from healerd.core.heal.listing_anchored import place_changed_fields
-from healerd.core.heal.listing_cells import ALIGNED_CONFIDENCE, aligned_cell
-from healerd.core.heal.listing_containers import (
+from healerd.core.heal.page.page_extract import extract_on
+from healerd.core.heal.page.selectors import (
+    items_selector,
+    lexbor_first_in,
+    relaxed_selector,
+)
+from healerd.core.heal.records.listing_anchor import one_field_reads_every_record
+from healerd.core.heal.records.listing_containers import (
     _containers_by_shape,
     _containers_hold_records,
     _context_words,
@@ -35,18 +45,8 @@ from healerd.core.heal.listing_containers import (
     _lowest_common,
     _passed_over_context,
 )
-from healerd.core.heal.listing_fields import SHORT_UNLIKE, _field_in_containers
-from healerd.core.heal.listing_kinds import _OldKinds, _spread
-from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
-from healerd.core.heal.listing_siblings import all_of_tag, through_siblings_change
-from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
-from healerd.core.heal.moved_attr import other_attr_listing
-from healerd.core.heal.page_extract import extract_on
-from healerd.core.heal.selectors import (
-    items_selector,
-    lexbor_first_in,
-    relaxed_selector,
-)
+from healerd.core.heal.records.listing_kinds import _OldKinds, _spread
+from healerd.core.heal.records.listing_split import old_list_in_places, take_back_left_out
 
 
 def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_records: list) -> HealResult:

@@ -13,8 +13,6 @@ from dataclasses import replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal import neighbourhood
-from healerd.core.heal.anchored_place import place_by_anchors
 from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
@@ -37,22 +35,14 @@ from healerd.core.heal.evidence import (
     is_weak,
     value_kind,
 )
-from healerd.core.heal.fingerprint import (
-    LABEL_MAX,
-    Fingerprint,
-    Page,
-    fingerprint,
-    norm_label,
-    similarity,
-    text_shape,
-)
-from healerd.core.heal.merged_labels import merged_rival
-from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
-from healerd.core.heal.number_kind import place_by_number
-from healerd.core.heal.path_align import place_by_path
-from healerd.core.heal.placed_selector import PlacedSelectors, placed_selector
-from healerd.core.heal.selectors import relaxed_first, single_selector
-from healerd.core.heal.single_candidates import (
+from healerd.core.heal.fields import neighbourhood
+from healerd.core.heal.fields.anchored_place import place_by_anchors
+from healerd.core.heal.fields.merged_labels import merged_rival
+from healerd.core.heal.fields.moved_attr import lone_carrier, other_attr_single
+from healerd.core.heal.fields.number_kind import place_by_number
+from healerd.core.heal.fields.path_align import place_by_path
+from healerd.core.heal.fields.placed_selector import PlacedSelectors, placed_selector
+from healerd.core.heal.fields.single_candidates import (
     Candidate,
     _distractors,
     _exact_candidates,
@@ -61,6 +51,16 @@ from healerd.core.heal.single_candidates import (
     _without_copies,
     _without_distractor_twins,
 )
+from healerd.core.heal.page.fingerprint import (
+    LABEL_MAX,
+    Fingerprint,
+    Page,
+    fingerprint,
+    norm_label,
+    similarity,
+    text_shape,
+)
+from healerd.core.heal.page.selectors import relaxed_first, single_selector
 
 
 def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_records: dict) -> HealResult:
