@@ -54,10 +54,10 @@ TESTS = {
 
 V, E, L, S = "healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py"
 B, LH, LF = "healerd/core/breakers.py", "healerd/store/health_writes.py", "healerd/store/fix_writes.py"
-H, HE, HS, HL = ("healerd/core/heal/builtin.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
+H, HE, HS, HL = ("healerd/core/heal/pipeline.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
                  "healerd/core/heal/listing.py")
-HSC, HLC, HLF, HLK = ("healerd/core/heal/fields/single_candidates.py", "healerd/core/heal/records/listing_containers.py",
-                      "healerd/core/heal/fields/listing_fields.py", "healerd/core/heal/records/listing_kinds.py")
+HSC, HLC, HLF, HLK = ("healerd/core/heal/fields/single_candidates.py", "healerd/core/heal/records/containers.py",
+                      "healerd/core/heal/fields/listing_by_value.py", "healerd/core/heal/records/old_kinds.py")
 F = "healerd/store/fixes.py"
 LA, LR, LD = "healerd/core/ladder/ladder.py", "healerd/core/ladder/rungs.py", "healerd/core/ladder/diagnose.py"
 

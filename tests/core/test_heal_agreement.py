@@ -1,4 +1,4 @@
-"""Values changed with the layout, corroborated (healerd.core.heal.verdict.agreement).
+"""Values changed with the layout, corroborated (healerd.core.heal.verdict.corroboration).
 
 A station list whose water levels changed while the list was restyled: the healer places the level
 by structure, at a low confidence. The alignment with the fields found again (code, name) and new
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
 from healerd.core.heal.page.fingerprint import Page
-from healerd.core.heal.verdict.agreement import CORROBORATED, MAX_RECORDS, corroborated, relative_path
+from healerd.core.heal.pipeline import heal
+from healerd.core.heal.verdict.corroboration import CORROBORATED, MAX_RECORDS, corroborated, relative_path
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(items="div.stations tbody tr", fields={

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
 from healerd.core.heal.checks.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, to_twins
 from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(fields={

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 ROWS = [("Claw hammer", "12", "4"), ("Garden hose", "30", "7"), ("Tape measure", "9", "15"), ("Spirit level", "21", "2")]
 

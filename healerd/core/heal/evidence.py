@@ -1,7 +1,7 @@
 """What the built-in healer's two algorithms share: thresholds, the result, small judgements.
 
 The thresholds are explicit so they can be reasoned about and tuned in one place;
-`HealResult` is what `healerd.core.heal.builtin.heal` returns.
+`HealResult` is what `healerd.core.heal.pipeline.heal` returns.
 """
 
 from __future__ import annotations

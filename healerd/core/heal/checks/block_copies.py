@@ -6,11 +6,11 @@ strongest evidence — leads to the copy. What gives the copy away is its twin: 
 the one read (same tag, same attribute names, the same child tags in order), not its neighbour in
 a list of alike nodes (the two hang differently from the node holding both), saying a value of the
 same kind close to the old one (another day's SKU, a name with an edition added) that the last good
-page showed nowhere, and whose path from the root (`path_align.path_similarity`) is more like the
+page showed nowhere, and whose path from the root (`fields.single_by_path.path_similarity`) is more like the
 old node's than the copy's path is: the record's node, its value changed in place. The copy's old
 value is stale; the twin is the field by its build and its place, not by its value: the field is
 read from the twin when a selector picks it out, at a confidence under the promotion threshold
-(`to_twins`: staged for a person, unless `agreement` corroborates the place), else the heal is
+(`to_twins`: staged for a person, unless `verdict.corroboration` corroborates the place), else the heal is
 refused naming the field (a stale copy stored as the record is wrong data; a refusal is a person
 paged).
 The module also covers listings: records moved onto a copy of the list the old items selector
@@ -31,7 +31,7 @@ from difflib import SequenceMatcher
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import coerce
-from healerd.core.heal.fields.path_align import path_of, path_similarity
+from healerd.core.heal.fields.single_by_path import path_of, path_similarity
 from healerd.core.heal.page.fingerprint import Page, collapse, near_closeness, text_shape
 from healerd.core.heal.page.selectors import relaxed_first, single_selector
 

@@ -4,15 +4,15 @@ The records' containers were found, and some fields in them by their old values;
 values changed along with the layout (prices bumped while the table became a grid), so no old
 value is left to find and the loosened old selector reads nodes that look unlike the old one.
 In every record, each field found again reached the changed field's old node on the last good
-page by a path of child positions (`agreement.relative_path`). When, in every record, that same
+page by a path of child positions (`verdict.corroboration.relative_path`). When, in every record, that same
 path from every found field leads to one node, and that node says the record's old value or new
-text of the old kind (`anchored_place.acceptable`: not old text of the page, not another field's
+text of the old kind (`single_anchored.acceptable`: not old text of the page, not another field's
 node, not its old parent's sentence, not under another label) while the record's old value is
 nowhere else in it, and records whose values differed do not now say the same (a template's "Read
 more…"), a selector relative to the record that reads exactly those nodes is the field's.
 
 A column removed leaves its neighbour in its place: old text, refused. The evidence is structure,
-not the values: a confidence under the Deployer's promotion threshold (`agreement` may corroborate
+not the values: a confidence under the Deployer's promotion threshold (`verdict.corroboration` may corroborate
 the heal, as for any changed value).
 """
 
@@ -22,10 +22,10 @@ from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import FieldSpec
-from healerd.core.heal.fields.anchored_place import acceptable, agreed_node
+from healerd.core.heal.fields.single_anchored import acceptable, agreed_node
 from healerd.core.heal.page.fingerprint import Page, collapse
 from healerd.core.heal.page.selectors import lexbor_first_in, relative_selectors
-from healerd.core.heal.verdict.agreement import OldText
+from healerd.core.heal.verdict.corroboration import OldText
 
 CONFIDENCE = 0.6       # staged for a person unless the agreement corroborates the heal
 MAX_RECORDS = 200      # a longer listing is not followed record by record (the cost of the paths)

@@ -16,7 +16,7 @@ from healerd.core.blueprint import FieldSpec
 from healerd.core.heal.evidence import MAX_FIELD_SELECTORS, SAMPLE
 from healerd.core.heal.page.fingerprint import Fingerprint, Page, norm_label, similarity, words
 from healerd.core.heal.page.selectors import lexbor_first_in, relative_selectors
-from healerd.core.heal.records.listing_kinds import _spread
+from healerd.core.heal.records.old_kinds import _spread
 
 MAX_AFFIX = 40          # a merged label is short
 CONFIDENT = 0.8         # the merged label names the field (its old label's or its name's words)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from healerd.core.heal.evidence import MIN_KIND_SHARE, is_weak
 from healerd.core.heal.page.fingerprint import Page
-from healerd.core.heal.page.page_body import in_head
+from healerd.core.heal.page.in_body import in_head
 
 _NOT_DATA = frozenset({"class", "id", "style"})
 

@@ -23,7 +23,7 @@ from healerd.core.heal.page.fingerprint import (
     similarity,
     text_shape,
 )
-from healerd.core.heal.page.page_body import in_body_unless_head
+from healerd.core.heal.page.in_body import in_body_unless_head
 
 
 @dataclass

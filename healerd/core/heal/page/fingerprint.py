@@ -18,7 +18,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.extract import parse_html
 from healerd.core.heal.page.label_pairs import is_label_pair
-from healerd.core.heal.page.page_text import collapsed_texts
+from healerd.core.heal.page.texts import collapsed_texts
 
 MAX_INDEXED_TEXT = 5000          # texts longer than this are not value-indexed
 LABEL_MAX = 60                   # a label is short text

@@ -15,7 +15,7 @@ from healerd.core.blueprint import Blueprint
 from healerd.core.heal.evidence import CONTEXT_MARGIN, is_weak
 from healerd.core.heal.page.fingerprint import Page, jaccard
 from healerd.core.heal.page.selectors import _lexbor_ok, items_selector
-from healerd.core.heal.records.listing_containers import _context_words, _distinctive
+from healerd.core.heal.records.containers import _context_words, _distinctive
 
 MAX_PLACES = 3       # comma-separated places an items selector may read
 

@@ -8,7 +8,7 @@ no chance repeats, show how the old cells map onto the new children: when each o
 every sampled record, under the child at its old cell's index, and the record has as many children
 as the old row had cells, the short field's node under its own old cell's index is the field's too.
 
-Only a check of what `listing_fields` proposed (the selector giving most records' values), and only
+Only a check of what `listing_by_value` proposed (the selector giving most records' values), and only
 when the containers hold every last good record, each once (a "related" block copying some of them
 is no grid of the records): a record whose value is not there, a field found by value in another cell, a record of another width, a node
 labelled as another field was, a cell saying more than the value ("3 reviews"; a card's labelled pair
@@ -22,7 +22,7 @@ from healerd.core.blueprint import Blueprint
 from healerd.core.heal.evidence import SAMPLE, is_weak
 from healerd.core.heal.page.fingerprint import Page
 from healerd.core.heal.page.selectors import lexbor_first_in
-from healerd.core.heal.records.listing_kinds import _spread
+from healerd.core.heal.records.old_kinds import _spread
 
 ALIGNED_CONFIDENCE = 0.7
 MIN_SAMPLED = 2       # records checked at least (fewer: no alignment can be seen)
@@ -107,5 +107,5 @@ def _old_labels(before: Page, old_c: int, bp: Blueprint, name: str) -> set[str]:
 
 
 def _long_values(old_raw: list, name: str) -> bool:
-    """Some of the field's old values are long enough not to be found by chance (as `listing_fields` asks)."""
+    """Some of the field's old values are long enough not to be found by chance (as `listing_by_value` asks)."""
     return any(not is_weak(v) for r in old_raw if (v := r.get(name)))

@@ -18,21 +18,21 @@ from typing import Any
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract
 from healerd.core.heal.checks.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, copied_records, to_twins
-from healerd.core.heal.checks.placeholder import placeholder_field
-from healerd.core.heal.checks.values_in_place import kept_in_place, stale_copies
-from healerd.core.heal.collector import collector_paused
+from healerd.core.heal.checks.placeholders import placeholder_field
+from healerd.core.heal.checks.stale_values import kept_in_place, stale_copies
 from healerd.core.heal.evidence import (
     HealResult,
 )
+from healerd.core.heal.gc_pause import collector_paused
 from healerd.core.heal.listing import (
     _heal_items,
 )
+from healerd.core.heal.page.extraction import extract_on
 from healerd.core.heal.page.fingerprint import Page
-from healerd.core.heal.page.page_extract import extract_on
 from healerd.core.heal.single_record import (
     _heal_single,
 )
-from healerd.core.heal.verdict.agreement import CORROBORATED, corroborated
+from healerd.core.heal.verdict.corroboration import CORROBORATED, corroborated
 
 __all__ = ["HealResult", "heal"]
 
@@ -101,7 +101,7 @@ def _split_confidence(reason: str) -> tuple[str, str]:
 
 
 def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old: Any, got: Any) -> HealResult:
-    """A low-confidence heal whose changed values `agreement.corroborated` backs: raised to CORROBORATED."""
+    """A low-confidence heal whose changed values `verdict.corroboration.corroborated` backs: raised to CORROBORATED."""
     assert res.blueprint is not None
     backed = corroborated(bp, res.blueprint, before, after, old, got)
     if not backed:

@@ -16,7 +16,7 @@ from healerd.core.blueprint import FieldSpec
 from healerd.core.heal.evidence import MIN_KIND_SHARE, STRONG_LABEL_KINDS
 from healerd.core.heal.page.fingerprint import Fingerprint, Page
 from healerd.core.heal.page.selectors import lexbor_first_in, relative_selectors
-from healerd.core.heal.records.listing_kinds import _OldKind, _spread
+from healerd.core.heal.records.old_kinds import _OldKind, _spread
 
 MAX_TRIED = 12
 # labels that sit in the record beside the value; not a column's header, which stays when its

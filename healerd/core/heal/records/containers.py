@@ -26,7 +26,7 @@ from healerd.core.heal.page.fingerprint import (
 from healerd.core.heal.page.selectors import (
     relaxations,
 )
-from healerd.core.heal.records.listing_kinds import _spread, _try_in_containers
+from healerd.core.heal.records.old_kinds import _spread, _try_in_containers
 
 _MANY = 3   # records a node may hold before the values of further records stop climbing through it
 

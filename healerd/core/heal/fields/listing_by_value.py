@@ -2,7 +2,7 @@
 
 The old selector when it still gives every record's value; else selectors built where the
 old values sit (scored on a sample of the containers, checked on all), values edited a
-little (near), or, when the values changed, the old kinds (`listing_kinds`).
+little (near), or, when the values changed, the old kinds (`records.old_kinds`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from healerd.core.heal.page.selectors import (
     relative_selectors,
     relaxations,
 )
-from healerd.core.heal.records.listing_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
+from healerd.core.heal.records.old_kinds import _changed_values_in_containers, _node_sig, _OldKinds, _spread
 
 # a field told apart only by a label reworded from the old one: staged, not promoted
 RENAMED_LABEL_CONFIDENCE = 0.7
-SHORT_UNLIKE = "short values in unlike places"   # the refusal `listing_cells` may settle
+SHORT_UNLIKE = "short values in unlike places"   # the refusal `listing_by_cell` may settle
 
 
 def _field_in_containers(after: Page, containers: list[int], records: list[int] | None, old_raw: list,
