@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal.evidence import OldText
 from healerd.core.heal.fields.listing_anchored import place_in_records
 from healerd.core.heal.page.fingerprint import Page
 from healerd.core.heal.pipeline import heal
-from healerd.core.heal.verdict.corroboration import OldText
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(items="table.stations tbody tr", fields={

@@ -101,3 +101,26 @@ def value_kind(value: str) -> str:
         return "text"
     return shape
 
+
+# What a value changed with the layout must be, for the fields placed through the fields found
+# again (`fields.single_anchored`, `fields.listing_anchored`) and for the corroboration that may
+# raise such a heal (`verdict.corroboration`).
+MIN_VALUE = 2          # characters a changed value needs before "new text" means anything
+
+
+class OldText:
+    """Every text and attribute value of the last good page: what a new value must not be."""
+
+    def __init__(self, before: Page):
+        self.text = before.texts[0] if before.texts else ""
+        self.attrs = {v for a in before.attrs for v in a.values() if v}
+
+    def holds(self, value: str) -> bool:
+        return value in self.text or value in self.attrs
+
+
+def relabelled(before: Page, old: int, after: Page, new: int) -> bool:
+    """Both nodes named by a label that names one field (column header, <label>, <dt>), and not the same."""
+    was, was_kind = before.label_info(old)
+    now, now_kind = after.label_info(new)
+    return was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was != now

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import Blueprint
+from healerd.core.confidence import LOW_CONFIDENCE
 from healerd.core.extract import extract
 from healerd.core.heal.checks.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, copied_records, to_twins
 from healerd.core.heal.checks.placeholders import placeholder_field
@@ -32,7 +33,7 @@ from healerd.core.heal.page.fingerprint import Page
 from healerd.core.heal.single_record import (
     _heal_single,
 )
-from healerd.core.heal.verdict.corroboration import CORROBORATED, corroborated
+from healerd.core.heal.verdict.corroboration import corroborated
 
 __all__ = ["HealResult", "heal"]
 
@@ -89,7 +90,7 @@ def heal(blueprint: Blueprint, before_html: str, old_records: dict | list[dict],
             name, why = hidden
             details = {**res.details, name: {**res.details.get(name, {}), "status": "gone", "why": why}}
             return HealResult(False, None, f"cannot heal: {name} ({why})", {}, details=details)
-        if not res.unchanged and res.confidence < CORROBORATED:
+        if not res.unchanged and res.confidence < LOW_CONFIDENCE:
             res = _corroborate(blueprint, res, before, after, old.raw, got)
     return res
 
@@ -101,7 +102,7 @@ def _split_confidence(reason: str) -> tuple[str, str]:
 
 
 def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old: Any, got: Any) -> HealResult:
-    """A low-confidence heal whose changed values `verdict.corroboration.corroborated` backs: raised to CORROBORATED."""
+    """A low-confidence heal whose changed values `verdict.corroboration.corroborated` backs: raised to LOW_CONFIDENCE, the promotion threshold."""
     assert res.blueprint is not None
     backed = corroborated(bp, res.blueprint, before, after, old, got)
     if not backed:
@@ -110,12 +111,12 @@ def _corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old:
     for n, why in backed.items():
         detail = dict(details.get(n, {}), corroborated=why)
         if "confidence" in detail:
-            detail["confidence"] = max(detail["confidence"], CORROBORATED)
+            detail["confidence"] = max(detail["confidence"], LOW_CONFIDENCE)
         details[n] = detail
     head, _confidence = _split_confidence(res.reason)
-    reason = head + (f" (confidence {CORROBORATED:.2f}: {', '.join(backed)} corroborated "
+    reason = head + (f" (confidence {LOW_CONFIDENCE:.2f}: {', '.join(backed)} corroborated "
                      f"by the alignment with the fields found again and new values)")
-    return replace(res, confidence=CORROBORATED, details=details, reason=reason)
+    return replace(res, confidence=LOW_CONFIDENCE, details=details, reason=reason)
 
 
 def _moved_to_twins(res: HealResult, bp: Blueprint, moved: list[str], after: Page) -> tuple[HealResult, Any]:

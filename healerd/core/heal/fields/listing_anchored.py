@@ -4,7 +4,7 @@ The records' containers were found, and some fields in them by their old values;
 values changed along with the layout (prices bumped while the table became a grid), so no old
 value is left to find and the loosened old selector reads nodes that look unlike the old one.
 In every record, each field found again reached the changed field's old node on the last good
-page by a path of child positions (`verdict.corroboration.relative_path`). When, in every record, that same
+page by a path of child positions (`page.positions.relative_path`). When, in every record, that same
 path from every found field leads to one node, and that node says the record's old value or new
 text of the old kind (`single_anchored.acceptable`: not old text of the page, not another field's
 node, not its old parent's sentence, not under another label) while the record's old value is
@@ -22,10 +22,10 @@ from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import FieldSpec
+from healerd.core.heal.evidence import OldText
 from healerd.core.heal.fields.single_anchored import acceptable, agreed_node
 from healerd.core.heal.page.fingerprint import Page, collapse
 from healerd.core.heal.page.selectors import lexbor_first_in, relative_selectors
-from healerd.core.heal.verdict.corroboration import OldText
 
 CONFIDENCE = 0.6       # staged for a person unless the agreement corroborates the heal
 MAX_RECORDS = 200      # a longer listing is not followed record by record (the cost of the paths)

@@ -3,7 +3,7 @@
 A redesign may change a field's value along with the layout (a stock count bumped, an author's
 name edited): the old value is nowhere on the page, and the healer refuses the field. But the
 record's other fields were found again by their values, and on the last good page each of them
-reached the field's old node by a path of child positions (`verdict.corroboration.relative_path`: down from
+reached the field's old node by a path of child positions (`page.positions.relative_path`: down from
 their common ancestor, wrappers that are only children left out). When the same path from every
 such anchor leads, on the current page, to one node — the same one from every anchor — and that
 node says new text of the old kind (text the last good page did not show anywhere, not another
@@ -19,10 +19,10 @@ promotion threshold (`verdict.corroboration` may corroborate the heal, as for an
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint
-from healerd.core.heal.evidence import value_kind
+from healerd.core.heal.evidence import MIN_VALUE, OldText, relabelled, value_kind
 from healerd.core.heal.fields.single_candidates import Candidate
 from healerd.core.heal.page.fingerprint import Fingerprint, Page, collapse, similarity
-from healerd.core.heal.verdict.corroboration import MIN_VALUE, OldText, relabelled, relative_path
+from healerd.core.heal.page.positions import relative_path
 
 GONE = "the old value is nowhere on the page"   # the refusal this settles (single_record's words)
 KIND = "anchored"      # evidence kind: single_record's _confidence gives it 0.4 + 0.3 * likeness (< 0.75)

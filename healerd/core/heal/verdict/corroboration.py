@@ -24,8 +24,8 @@ And the label that named the old node (a column header, a <label>, a <dt>), when
 one too, is the same: a new column in a dropped one's place is named otherwise.
 
 Only when every field whose values changed passes both, and every other field reads its old value
-back in every record, is the heal's confidence raised, to CORROBORATED: the promotion threshold,
-never above it.
+back in every record, is the heal's confidence raised, to the promotion threshold
+(`core.confidence.LOW_CONFIDENCE`), never above it.
 """
 
 from __future__ import annotations
@@ -33,18 +33,13 @@ from __future__ import annotations
 from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.core.heal.evidence import STRONG_LABEL_KINDS, value_kind
+from healerd.core.heal.evidence import MIN_VALUE, OldText, relabelled, value_kind
 from healerd.core.heal.page.fingerprint import Page, collapse
+from healerd.core.heal.page.positions import relative_path
 
-# The Deployer's promotion threshold (core.judge.LOW_CONFIDENCE): a corroborated heal reaches it, no more.
-CORROBORATED = 0.75
-MIN_VALUE = 2          # characters a changed value needs before "new text" means anything
 # Every record's values are looked for in the whole last good page's text: on a listing longer than
 # this the check would cost seconds on a big page, and such a heal keeps its own confidence.
 MAX_RECORDS = 200
-
-Path = tuple[tuple[int, ...], tuple[int, ...]]
-
 
 def _roots(page: Page, bp: Blueprint) -> list[int]:
     if not bp.items:
@@ -73,50 +68,6 @@ def _nodes(page: Page, roots: list[int], spec: FieldSpec) -> list[int | None]:
         for k, node in zip(missing, got):
             out[k] = node
     return out
-
-
-def _down(page: Page, top: int, i: int) -> tuple[int, ...]:
-    """Child positions from `top` down to i (i inside top's subtree); a step into an only child (a
-    wrapper added or removed around a field) is no position and is left out."""
-    steps = []
-    while i != top:
-        p = page.parent[i]
-        sibs = page.children[p]
-        if len(sibs) > 1:
-            steps.append(sibs.index(i))
-        i = p
-    return tuple(reversed(steps))
-
-
-def relative_path(page: Page, anchor: int, node: int) -> Path:
-    """Where `node` sits seen from `anchor`: the child positions down from their common ancestor to
-    the anchor and to the node. Tags and classes are left out on purpose, and so are the levels
-    climbed and the steps into only children: a redesign renames tags and classes and adds wrappers;
-    a field's place among its siblings is what the alignment compares."""
-    top = anchor
-    while not page.contains(top, node):
-        top = page.parent[top]
-        if top < 0:
-            return ((-1,), ())
-    return (_down(page, top, anchor), _down(page, top, node))
-
-
-class OldText:
-    """Every text and attribute value of the last good page: what a new value must not be."""
-
-    def __init__(self, before: Page):
-        self.text = before.texts[0] if before.texts else ""
-        self.attrs = {v for a in before.attrs for v in a.values() if v}
-
-    def holds(self, value: str) -> bool:
-        return value in self.text or value in self.attrs
-
-
-def relabelled(before: Page, old: int, after: Page, new: int) -> bool:
-    """Both nodes named by a label that names one field (column header, <label>, <dt>), and not the same."""
-    was, was_kind = before.label_info(old)
-    now, now_kind = after.label_info(new)
-    return was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was != now
 
 
 def _nested(a: str | None, b: str | None) -> bool:
