@@ -124,3 +124,9 @@ def relabelled(before: Page, old: int, after: Page, new: int) -> bool:
     was, was_kind = before.label_info(old)
     now, now_kind = after.label_info(new)
     return was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was != now
+
+
+def split_confidence(reason: str) -> tuple[str, str]:
+    """A heal's reason as (what it did, its " (confidence ...)" ending, "" when it has none)."""
+    head, sep, tail = reason.rpartition(" (confidence")
+    return (head, sep + tail) if sep else (reason, "")

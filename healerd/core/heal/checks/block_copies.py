@@ -27,11 +27,15 @@ the block says, is read from the copy alone: refused.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from difflib import SequenceMatcher
+from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import coerce
+from healerd.core.heal.evidence import HealResult, split_confidence
 from healerd.core.heal.fields.single_by_path import path_of, path_similarity
+from healerd.core.heal.page.extraction import extract_on
 from healerd.core.heal.page.fingerprint import Page, collapse, near_closeness, text_shape
 from healerd.core.heal.page.selectors import relaxed_first, single_selector
 
@@ -299,3 +303,23 @@ def copied_group(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
         return None
     return (f"items ({len(groups[worst])} of the records read sit apart from the others, each repeating an old "
             "record whole: a block copying the records)")
+
+
+def moved_to_twins(res: HealResult, bp: Blueprint, moved: list[str], after: Page) -> tuple[HealResult, Any]:
+    """The heal with the fields read from stale copies moved to their twins, staged for a person."""
+    why = (f"{', '.join(moved)}: the old value is left only in a copy of a block; read where the record's "
+           "own node, built alike, now says a changed value")
+    conf = min(res.confidence, TWIN_CONFIDENCE)
+    changed = {**res.changed, **{n: bp.fields[n].css or "" for n in moved}}
+    head, _confidence = split_confidence(res.reason)
+    res = replace(res, blueprint=bp, changed=changed, confidence=conf,
+                  reason=f"{head}; {why} (confidence {conf:.2f})")
+    return res, extract_on(after, bp).raw
+
+
+def copied(bp: Blueprint, new_bp: Blueprint, before: Page, after: Page, old_raw: Any) -> tuple[str, bool] | None:
+    """(why, the old blueprint still works) when the repair reads a copy of a block (`block_copies`)."""
+    if bp.items:
+        return copied_records(bp, new_bp, before, after, old_raw)
+    field = copied_field(bp, new_bp, before, after, old_raw)
+    return None if field is None else (field, False)

@@ -11,8 +11,12 @@ stale. `kept_in_place` names such fields so that the heal keeps their old select
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.core.heal.evidence import is_weak, value_kind
+from healerd.core.heal.evidence import HealResult, is_weak, split_confidence, value_kind
+from healerd.core.heal.page.extraction import extract_on
 from healerd.core.heal.page.fingerprint import Page, fingerprint, similarity
 
 # On a single record the path is read from the node up this many levels (the record's own
@@ -207,3 +211,19 @@ def _look_alike_changed(spec: FieldSpec, now: FieldSpec, old_bp: Blueprint, new_
             continue
         best = max(best, similarity(fp, after, i, got))
     return best >= mine + LOOK_MARGIN
+
+
+def keep_in_place(bp: Blueprint, res: HealResult, kept: list[str], after: Page, now: Any) -> tuple[HealResult, Any]:
+    """The heal with the fields whose values changed in place read by their old selectors again."""
+    assert res.blueprint is not None
+    why = f"values changed in place: {', '.join(kept)} still read by the old selector"
+    fields = {**res.blueprint.fields, **{n: bp.fields[n] for n in kept}}
+    if fields == bp.fields and res.blueprint.items == bp.items:
+        return HealResult(True, bp, f"the blueprint still works: {why}", {}, unchanged=True, confidence=1.0), now
+    new_bp = replace(res.blueprint, fields=fields)
+    changed = {k: v for k, v in res.changed.items() if k not in kept}
+    head, confidence = split_confidence(res.reason)
+    parts = [p for p in head.split("; ") if p.split(" ", 1)[0].rstrip(":") not in kept]
+    reason = "; ".join([*parts, why]) + confidence
+    res = replace(res, blueprint=new_bp, changed=changed, reason=reason)
+    return res, extract_on(after, new_bp).raw

@@ -30,10 +30,12 @@ back in every record, is the heal's confidence raised, to the promotion threshol
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.core.heal.evidence import MIN_VALUE, OldText, relabelled, value_kind
+from healerd.core.confidence import LOW_CONFIDENCE
+from healerd.core.heal.evidence import MIN_VALUE, HealResult, OldText, relabelled, split_confidence, value_kind
 from healerd.core.heal.page.fingerprint import Page, collapse
 from healerd.core.heal.page.positions import relative_path
 
@@ -132,3 +134,21 @@ def corroborated(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Page
                     return None
     return {n: f"corroborated: new values of the old kind, placed as before relative to {', '.join(anchors)}"
             for n in changed}
+
+
+def corroborate(bp: Blueprint, res: HealResult, before: Page, after: Page, old: Any, got: Any) -> HealResult:
+    """The heal, raised to the promotion threshold (LOW_CONFIDENCE) when `corroborated` backs its changed values."""
+    assert res.blueprint is not None
+    backed = corroborated(bp, res.blueprint, before, after, old, got)
+    if not backed:
+        return res
+    details = dict(res.details)
+    for n, why in backed.items():
+        detail = dict(details.get(n, {}), corroborated=why)
+        if "confidence" in detail:
+            detail["confidence"] = max(detail["confidence"], LOW_CONFIDENCE)
+        details[n] = detail
+    head, _confidence = split_confidence(res.reason)
+    reason = head + (f" (confidence {LOW_CONFIDENCE:.2f}: {', '.join(backed)} corroborated "
+                     f"by the alignment with the fields found again and new values)")
+    return replace(res, confidence=LOW_CONFIDENCE, details=details, reason=reason)
