@@ -52,7 +52,7 @@ from benchutil import bin_cmd
 from healerd.control import client
 from healerd.core.blueprint import from_json
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 from healerd.core.judge import LOW_CONFIDENCE
 from healerd.store.db import connect, db_path
 from healerd.store.sql import rows

@@ -33,7 +33,7 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 
 def load_cases(root: str, needle: str | None) -> list[tuple[str, dict]]:

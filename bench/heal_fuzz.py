@@ -222,9 +222,7 @@ def m_wrap(w: Work):
     if not nodes:
         return None
     picked = w.rng.sample(nodes, min(len(nodes), w.rng.choice([1, 2])))
-    names = set()
-    for node in picked:
-        names.add(node.attrs.get(MARK_FIELD))
+    names = list(dict.fromkeys(node.attrs.get(MARK_FIELD) for node in picked))   # in order: a set's would vary per process
     for name in names:
         cls = w.rng.choice(["meta", "wrapper", "inner", "flex-row", "field-wrap"])
         for node in w.field_nodes(name.split()[0]):

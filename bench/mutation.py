@@ -54,10 +54,10 @@ TESTS = {
 
 V, E, L, S = "healerd/core/validate.py", "healerd/core/extract.py", "healerd/store/lifecycle.py", "healerd/core/sanitize.py"
 B, LH, LF = "healerd/core/breakers.py", "healerd/store/health_writes.py", "healerd/store/fix_writes.py"
-H, HE, HS, HL = ("healerd/core/heal/builtin.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
+H, HE, HS, HL = ("healerd/core/heal/pipeline.py", "healerd/core/heal/evidence.py", "healerd/core/heal/single_record.py",
                  "healerd/core/heal/listing.py")
-HSC, HLC, HLF, HLK = ("healerd/core/heal/single_candidates.py", "healerd/core/heal/listing_containers.py",
-                      "healerd/core/heal/listing_fields.py", "healerd/core/heal/listing_kinds.py")
+HSC, HLC, HLF, HLK = ("healerd/core/heal/fields/single_candidates.py", "healerd/core/heal/records/containers.py",
+                      "healerd/core/heal/fields/listing_by_value.py", "healerd/core/heal/records/old_kinds.py")
 F = "healerd/store/fixes.py"
 LA, LR, LD = "healerd/core/ladder/ladder.py", "healerd/core/ladder/rungs.py", "healerd/core/ladder/diagnose.py"
 
@@ -195,14 +195,14 @@ MUTANTS = [
            "near look-alikes ('... XL' / '... XS') told apart by a loose label"),
     Mutant("heal-refusal", HS, 'and any(after.tags[m] == "a" for m in after.chain_members(best.node))):',
            'and False):', "record: a short value placed on a link's text"),
-    Mutant("heal-refusal", H, "    if not _holds_values(old_records, blueprint):", "    if False:",
+    Mutant("heal-refusal", H, "    if not holds_values(old_records, blueprint):", "    if False:",
            "records without values healed"),
     Mutant("heal-refusal", HS, "        if lost:\n", "        if False:\n", "no change claimed where the old selectors find nothing"),
     Mutant("heal-refusal", HS, "    if old_key and new_key and old_key != new_key and before.exact(new_key, None):",
            "    if False:", "single record: a neighbouring row slid into a removed row's place kept as changed in place"),
     Mutant("heal-refusal", HLF, "                wrong += 1 if s else 0", "                wrong += 0",
            "listing: a selector finding nothing where the record holds its value not counted as a miss"),
-    Mutant("heal-refusal", H, "        if hidden is not None:", "        if False:", "a placeholder read as the field's value"),
+    Mutant("heal-refusal", H, "    if hidden is not None:", "    if False:", "a placeholder read as the field's value"),
     Mutant("heal-refusal", HS, "        if faint and (runner_d is not None or is_weak(value) or best.sim < MIN_SIM_UNIQUE):",
            "        if faint and (is_weak(value) or best.sim < MIN_SIM_UNIQUE):",
            "record: an unlike place taken when another place carries the value too"),

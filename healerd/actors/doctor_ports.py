@@ -122,7 +122,7 @@ class TrialWorker:
         trials = self.actor.registry.trials
         try:
             if trials is None:
-                from healerd.core.heal.builtin import heal
+                from healerd.core.heal.pipeline import heal
 
                 return heal(bp, original_html, last_good_records, current_html)
             return trials.heal(bp, original_html, last_good_records, current_html)

@@ -51,7 +51,7 @@ class PageJob:
 
 @dataclass(frozen=True)
 class HealJob:
-    """The built-in selector healer's search on two pages (healerd.core.heal.builtin.heal), in a
+    """The built-in selector healer's search on two pages (healerd.core.heal.pipeline.heal), in a
     worker: the pages are untrusted and the search evaluates selectors on them."""
     blueprint_json: str            # the whole blueprint (the candidate keeps its url, headers...)
     original_html: str
@@ -70,10 +70,10 @@ class CallJob:
 def _core_call(name: str) -> Callable[..., Any]:
     """The core function a CallJob names (only these: the pipe carries names, never code)."""
     if name == "heal":
-        from healerd.core.heal.builtin import heal
+        from healerd.core.heal.pipeline import heal
         return heal
     if name == "gone_fields":
-        from healerd.core.heal.data_gone import gone_fields
+        from healerd.core.heal.checks.data_gone import gone_fields
         return gone_fields
     if name in ("drift_reason", "page_drift", "page_locus"):
         from healerd.core import drift
@@ -234,7 +234,7 @@ def fetch_and_process(job: FetchJob, fetcher: Fetcher,
 
 def run_heal(job: HealJob) -> HealAnswer:
     """The built-in healer's answer to `job`. Never raises: a crash is one line."""
-    from healerd.core.heal.builtin import heal
+    from healerd.core.heal.pipeline import heal
 
     try:
         return HealAnswer(result=heal(from_json(job.blueprint_json), job.original_html, job.last_good_records,

@@ -38,8 +38,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from healerd.core.blueprint import Blueprint
 from healerd.core.extract import extract, item_nodes, parse_html
 from healerd.core.headings import _cell, _text, heading_of
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.placeholder import PLACEHOLDER, WALL
+from healerd.core.heal.checks.placeholders import PLACEHOLDER, WALL
+from healerd.core.heal.pipeline import heal
 from healerd.core.validate import value_shape
 
 _DIGITS = re.compile(r"\d+")

@@ -31,10 +31,10 @@ from urllib.parse import urlsplit
 
 from healerd.core.blueprint import Blueprint
 from healerd.core.candidate_headings import candidate_relabelled
+from healerd.core.confidence import LOW_CONFIDENCE
 from healerd.core.extract import Extraction
 from healerd.core.validate import URL_ATTRS, ValidationResult, is_url_reference, validate, value_shape
 
-LOW_CONFIDENCE = 0.75     # a healer's confidence below this stages the candidate for a person
 REFUSAL_GUESS = 0.0       # the confidence a refusal's best guess is deployed with: it is never promoted
 
 PROMOTE = "promote"

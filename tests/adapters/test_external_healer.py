@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -39,46 +36,7 @@ from tests.support.diagnosis_context import (
     SOURCE_URL,
     make_ctx,
 )
-
-
-class Server:
-    """A real HTTP server: `answer(path, body_dict) -> (status, bytes)`, optional delay per request."""
-
-    def __init__(self, answer, delay: float = 0.0):
-        self.answer, self.delay = answer, delay
-        self.requests: list[tuple[str, dict, bytes]] = []
-        srv = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                srv.requests.append((self.path, dict(self.headers), raw))
-                if srv.delay:
-                    time.sleep(srv.delay)
-                status, body = srv.answer(self.path, json.loads(raw))
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:  # the client gave up (timeout test)
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.url = self.base + "/api/heal"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from tests.support.healer_server import HealerServer
 
 
 @pytest.fixture
@@ -86,7 +44,7 @@ def serve():
     started = []
 
     def make(answer, delay=0.0):
-        s = Server(answer, delay)
+        s = HealerServer(answer, delay)
         started.append(s)
         return s
 
@@ -113,18 +71,18 @@ def no_secret_in(raw: bytes) -> None:
 
 
 def test_a_healer_that_heals_gives_a_working_candidate(serve):
-    server = serve(lambda path, req: healed({"blueprint.json": json.dumps(FIXED)}))
+    server = serve(lambda req: healed({"blueprint.json": json.dumps(FIXED)}))
     res = client_for(server).heal_cycle(make_ctx(), 1, [])
     assert res.ok and res.outcome == "healed", res.reason
     assert res.http_status == 200 and res.cycle == 1 and res.changes_summary == "selectors updated"
-    assert res.duration_ms > 0 and res.request_bytes == len(server.requests[0][2])
+    assert res.duration_ms > 0 and res.request_bytes == len(server.requests[0])
     bp = res.blueprint
     assert extract(NEW_PAGE, bp).data == [{"name": "Ann", "score": 12}, {"name": "Bo", "score": 7}]
     # The candidate keeps where and how the source is fetched.
     assert bp.url == SOURCE_URL and bp.headers == BLUEPRINT.headers and bp.cookies == BLUEPRINT.cookies
     assert bp.every == BLUEPRINT.every
     # The request is the code-healer API's shape plus tier and history.
-    path, headers, raw = server.requests[0]
+    path, headers, raw = server.paths[0], server.headers[0], server.requests[0]
     body = json.loads(raw)
     assert path == "/api/heal" and headers["Content-Type"] == "application/json"
     assert body["project_id"] == "scores" and body["cycle"] == 1 and body["tier"] == "minimal"
@@ -141,25 +99,25 @@ def test_a_healer_that_heals_gives_a_working_candidate(serve):
 
 def test_the_token_is_sent_but_never_reported(serve):
     # The healer answers 401 and echoes the token back: the reason must not carry it.
-    server = serve(lambda path, req: (401, json.dumps({"status": "error",
+    server = serve(lambda req: (401, json.dumps({"status": "error",
                                                         "message": f"bad token {HEALER_TOKEN}"}).encode()))
     res = client_for(server).heal_cycle(make_ctx(), 1, [])
-    assert server.requests[0][1]["Authorization"] == f"Bearer {HEALER_TOKEN}"
+    assert server.headers[0]["Authorization"] == f"Bearer {HEALER_TOKEN}"
     assert res.outcome == "http_error" and res.http_status == 401 and "HTTP 401" in res.reason
     assert HEALER_TOKEN not in repr(res) and "bad token ***" in res.reason
     assert HEALER_TOKEN not in repr(HealerConfig(url="http://x", token=HEALER_TOKEN))
     # Without a token, no Authorization header at all.
     CodeHealerClient(HealerConfig(url=server.url)).heal_cycle(make_ctx(), 1, [])
-    assert "Authorization" not in server.requests[1][1]
+    assert "Authorization" not in server.headers[1]
 
 
 def test_no_source_secret_reaches_the_healer(serve):
-    server = serve(lambda path, req: healed({"blueprint.json": json.dumps(FIXED)}))
+    server = serve(lambda req: healed({"blueprint.json": json.dumps(FIXED)}))
     client = client_for(server)
     for cycle in (1, 3, 5):   # every tier, the deep one sends the last good page too
         client.heal_cycle(make_ctx(), cycle, [{"cycle": 1, "outcome": "refused",
                                                "reason": f"saw {API_KEY}", "changes_summary": ""}])
-    for _, _, raw in server.requests:
+    for raw in server.requests:
         no_secret_in(raw)
         bp = json.loads(json.loads(raw)["failed_files"]["blueprint.json"])
         assert bp["headers"] == {"Authorization": "***", "X-Client": "***"} and bp["cookies"] == {"sessionid": "***"}
@@ -197,14 +155,14 @@ def test_harmless_headers_are_not_treated_as_secrets():
 
 
 def test_a_source_with_harmless_headers_still_shows_its_page_to_the_healer(serve):
-    server = serve(lambda path, req: (500, b"{}"))
+    server = serve(lambda req: (500, b"{}"))
     ctx = make_ctx(source_name="shop", url=f"{SHOP_URL}?page=2", blueprint=SHOP, current_html=SHOP_PAGE,
                    original_html=SHOP_PAGE.replace("goods", "items").replace("product", "item"),
                    html_diff='- <table class="items">\n+ <table class="goods">\n  <td class="price">',
                    error_message="required field title is null", validation_errors=["required field title is null"],
                    validation_report=f"FAILED: title null; Cookie: sessionid={SESSION}; price ok")
     client_for(server).heal_cycle(ctx, 5, [])
-    raw = server.requests[0][2]
+    raw = server.requests[0]
     text = raw.decode("utf-8")
     assert BEARER not in text and SESSION not in text and "c4rt-99f1" not in text
     files = json.loads(raw)["failed_files"]
@@ -220,27 +178,27 @@ def test_a_source_with_harmless_headers_still_shows_its_page_to_the_healer(serve
 
 
 def test_two_requests_for_the_same_context_are_byte_identical(serve):
-    server = serve(lambda path, req: (500, b"{}"))
+    server = serve(lambda req: (500, b"{}"))
     client = client_for(server)
     history = [{"cycle": 1, "outcome": "timeout", "reason": "timed out after 30s", "changes_summary": ""}]
     client.heal_cycle(make_ctx(), 2, history)
     client.heal_cycle(make_ctx(), 2, history)
-    assert server.requests[0][2] == server.requests[1][2]
-    assert server.requests[0][2] == encode_request(build_request(make_ctx(), 2, history, client.config))
+    assert server.requests[0] == server.requests[1]
+    assert server.requests[0] == encode_request(build_request(make_ctx(), 2, history, client.config))
     client.heal_cycle(make_ctx(), 3, history)
-    assert server.requests[2][2] != server.requests[0][2]
+    assert server.requests[2] != server.requests[0]
 
 
 def test_a_slow_healer_times_out_and_the_next_cycle_works(serve):
-    slow = serve(lambda path, req: healed({"blueprint.json": json.dumps(FIXED)}), delay=3.0)
+    slow = serve(lambda req: healed({"blueprint.json": json.dumps(FIXED)}), delay=3.0)
     res = client_for(slow, timeouts=(0.5, 5.0)).heal_cycle(make_ctx(), 1, [])
     assert not res.ok and res.outcome == "timeout" and res.reason == "timed out after 0.5s"
     assert res.http_status is None and res.blueprint is None
-    fast = serve(lambda path, req: healed({"blueprint.json": json.dumps(FIXED)}))
+    fast = serve(lambda req: healed({"blueprint.json": json.dumps(FIXED)}))
     history = [{"cycle": 1, "outcome": res.outcome, "reason": res.reason, "changes_summary": ""}]
     res2 = client_for(fast, timeouts=(0.5, 5.0)).heal_cycle(make_ctx(), 2, history)
     assert res2.ok and res2.outcome == "healed"
-    assert json.loads(fast.requests[0][2])["history"] == [{"cycle": 1, "outcome": "timeout"}]  # minimal tier
+    assert json.loads(fast.requests[0])["history"] == [{"cycle": 1, "outcome": "timeout"}]  # minimal tier
 
 
 @pytest.mark.parametrize("status, body, outcome, reason", [
@@ -272,7 +230,7 @@ def test_a_slow_healer_times_out_and_the_next_cycle_works(serve):
 ])
 def test_every_failure_is_a_cycle_result_with_a_reason(serve, status, body, outcome, reason):
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    server = serve(lambda path, req: (status, raw))
+    server = serve(lambda req: (status, raw))
     res = client_for(server, max_file_bytes=2000).heal_cycle(make_ctx(), 1, [])
     assert not res.ok and res.blueprint is None
     assert res.outcome == outcome and reason in res.reason, res.reason
@@ -289,7 +247,7 @@ def test_an_unreachable_healer_is_an_error_not_an_exception():
 
 def test_a_looping_parser_passes_the_check_and_is_killed_when_run(serve):
     loop = "import re\n\ndef parse(html):\n    while True:\n        pass\n"
-    server = serve(lambda path, req: healed({"parser.py": loop}, "rewrote as a parser"))
+    server = serve(lambda req: healed({"parser.py": loop}, "rewrote as a parser"))
     res = client_for(server).heal_cycle(make_ctx(), 1, [])
     assert res.ok and res.outcome == "healed" and res.blueprint.parser == loop
     with pytest.raises(ParserRejected, match="wall clock"):
@@ -298,7 +256,7 @@ def test_a_looping_parser_passes_the_check_and_is_killed_when_run(serve):
 
 def test_a_parser_importing_os_is_refused(serve):
     evil = "import os\n\ndef parse(html):\n    return {'name': os.environ.get('HOME')}\n"
-    server = serve(lambda path, req: healed({"parser.py": evil}))
+    server = serve(lambda req: healed({"parser.py": evil}))
     res = client_for(server).heal_cycle(make_ctx(), 1, [])
     assert res.outcome == "refused" and res.reason.startswith("parser.py is refused: parser imports 'os'")
 
@@ -308,7 +266,7 @@ def test_a_good_parser_candidate_runs_in_the_sandbox(serve):
             "    t = LexborHTMLParser(html)\n"
             "    return [{'name': r.css_first('td.player-name').text(), 'score': int(r.css_first('td.pts').text())}\n"
             "            for r in t.css('tr.row-player')]\n")
-    server = serve(lambda path, req: healed({"parser.py": code}))
+    server = serve(lambda req: healed({"parser.py": code}))
     res = client_for(server).heal_cycle(make_ctx(), 1, [])
     assert res.ok and res.blueprint.kind == "code" and res.blueprint.url == SOURCE_URL
     assert run_parser(res.blueprint.parser, NEW_PAGE) == [{"name": "Ann", "score": 12}, {"name": "Bo", "score": 7}]
@@ -317,9 +275,9 @@ def test_a_good_parser_candidate_runs_in_the_sandbox(serve):
 def test_a_code_parser_source_sends_its_parser(serve):
     parser = "def parse(html):\n    return {'name': 'x'}\n"
     bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": parser, "fields": {"name": {"type": "str"}}})
-    server = serve(lambda path, req: healed({"parser.py": parser.replace("'x'", "'y'")}))
+    server = serve(lambda req: healed({"parser.py": parser.replace("'x'", "'y'")}))
     res = client_for(server).heal_cycle(make_ctx(blueprint=bp, url=bp.url), 1, [])
-    files = json.loads(server.requests[0][2])["failed_files"]
+    files = json.loads(server.requests[0])["failed_files"]
     assert files["parser.py"] == parser and "parser" not in json.loads(files["blueprint.json"])
     assert res.ok and "'y'" in res.blueprint.parser
 
@@ -330,7 +288,7 @@ def test_a_code_parser_source_healed_with_both_files_keeps_the_new_parser(serve)
     parser = "def parse(html):\n    return {'name': 'x'}\n"
     bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": parser, "fields": {"name": {"type": "str"}}})
 
-    def answer(path, req):
+    def answer(req):
         sent = req["failed_files"]["blueprint.json"]
         return healed({"blueprint.json": sent, "parser.py": parser.replace("'x'", "'y'")})
 
@@ -343,7 +301,7 @@ def test_a_code_parser_source_healed_with_both_files_keeps_the_new_parser(serve)
 def test_a_code_parser_source_healed_with_blueprint_json_alone_keeps_its_parser(serve):
     parser = "def parse(html):\n    return {'name': 'x', 'n': 1}\n"
     bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": parser, "fields": {"name": {"type": "str"}}})
-    server = serve(lambda path, req: healed({"blueprint.json": json.dumps(
+    server = serve(lambda req: healed({"blueprint.json": json.dumps(
         {"fields": {"name": {"type": "str"}, "n": {"type": "int", "required": False}}})}))
     res = client_for(server).heal_cycle(make_ctx(blueprint=bp, url=bp.url), 1, [])
     assert res.ok, res.reason
@@ -354,7 +312,7 @@ def test_a_parser_with_a_forbidden_import_is_refused_in_both_files_too(serve):
     evil = "import os\n\ndef parse(html):\n    return {'name': os.getcwd()}\n"
     bp = from_dict({"url": "http://127.0.0.1:8080/x", "parser": "def parse(html):\n    return {'name': 'x'}\n",
                     "fields": {"name": {"type": "str"}}})
-    server = serve(lambda path, req: healed({"blueprint.json": json.dumps({"fields": {"name": {}}}),
+    server = serve(lambda req: healed({"blueprint.json": json.dumps({"fields": {"name": {}}}),
                                              "parser.py": evil}))
     res = client_for(server).heal_cycle(make_ctx(blueprint=bp, url=bp.url), 1, [])
     assert res.outcome == "refused" and res.reason.startswith("parser.py is refused: parser imports 'os'")
@@ -382,12 +340,12 @@ def chat_answer(content: str) -> tuple[int, bytes]:
 
 def test_an_openai_compatible_server_heals(serve):
     content = "Here you go:\n```json\n" + json.dumps(FIXED, indent=2) + "\n```\nDone."
-    server = serve(lambda path, req: chat_answer(content))
+    server = serve(lambda req: chat_answer(content))
     client = OpenAIHealerClient(HealerConfig(url=server.base, token=HEALER_TOKEN, kind="openai", model="m-1"))
     res = client.heal_cycle(make_ctx(), 3, [])
     assert res.ok and res.outcome == "healed", res.reason
     assert extract(NEW_PAGE, res.blueprint).data == [{"name": "Ann", "score": 12}, {"name": "Bo", "score": 7}]
-    path, headers, raw = server.requests[0]
+    path, headers, raw = server.paths[0], server.headers[0], server.requests[0]
     body = json.loads(raw)
     assert path == "/v1/chat/completions" and headers["Authorization"] == f"Bearer {HEALER_TOKEN}"
     assert body["model"] == "m-1" and body["temperature"] == 0
@@ -397,7 +355,7 @@ def test_an_openai_compatible_server_heals(serve):
     assert "```json fenced block" in user
     no_secret_in(raw)
     client.heal_cycle(make_ctx(), 3, [])
-    assert server.requests[1][2] == raw   # byte-identical again
+    assert server.requests[1] == raw   # byte-identical again
 
 
 @pytest.mark.parametrize("content, outcome, reason", [
@@ -407,17 +365,17 @@ def test_an_openai_compatible_server_heals(serve):
      "refused", "another host"),
 ])
 def test_openai_answers_are_checked_like_healer_answers(serve, content, outcome, reason):
-    server = serve(lambda path, req: chat_answer(content))
+    server = serve(lambda req: chat_answer(content))
     res = OpenAIHealerClient(HealerConfig(url=server.base + "/v1", kind="openai")).heal_cycle(make_ctx(), 1, [])
     assert res.outcome == outcome and reason in res.reason
-    assert server.requests[0][0] == "/v1/chat/completions"
+    assert server.paths[0] == "/v1/chat/completions"
 
 
 def test_openai_server_errors(serve):
-    server = serve(lambda path, req: (429, json.dumps({"error": {"message": "rate limited"}}).encode()))
+    server = serve(lambda req: (429, json.dumps({"error": {"message": "rate limited"}}).encode()))
     res = OpenAIHealerClient(HealerConfig(url=server.base, kind="openai")).heal_cycle(make_ctx(), 1, [])
     assert res.outcome == "http_error" and "HTTP 429: rate limited" in res.reason
-    server2 = serve(lambda path, req: (200, b'{"choices": []}'))
+    server2 = serve(lambda req: (200, b'{"choices": []}'))
     res = OpenAIHealerClient(HealerConfig(url=server2.base, kind="openai")).heal_cycle(make_ctx(), 1, [])
     assert res.outcome == "bad_response" and "choices[0].message.content" in res.reason
 

@@ -7,12 +7,10 @@ import json
 import os
 import random
 import resource
-import shutil
 import socket
 import stat
 import struct
 import subprocess
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +34,7 @@ from tests.support.control_kit import (
     ExchangeLog,
     as_nobody,
     handler,
-    python_for_nobody,
+    nobodys_socket_dir,
     wait_until,
 )
 
@@ -407,12 +405,7 @@ print(exact(n).decode())
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
 def test_other_user_is_forbidden():
-    exe = python_for_nobody()
-    if exe is None:
-        pytest.skip("no Python interpreter the user nobody can run")
-    d = tempfile.mkdtemp(prefix="hctl")
-    try:
-        os.chmod(d, 0o711)
+    with nobodys_socket_dir() as (exe, d):
         path = os.path.join(d, "n.sock")
         with ControlServer(path, handler, mode=0o666):
             out = subprocess.run(
@@ -423,19 +416,12 @@ def test_other_user_is_forbidden():
             r = json.loads(out.stdout)
             assert r["ok"] is False and r["error"]["code"] == "forbidden"
             assert_healthy(path)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
 def test_sharing_the_daemons_primary_group_is_not_enough():
     """A user whose primary group is the daemon's is served only when that group is socket_group."""
-    exe = python_for_nobody()
-    if exe is None:
-        pytest.skip("no Python interpreter the user nobody can run")
-    d = tempfile.mkdtemp(prefix="hctl")
-    try:
-        os.chmod(d, 0o711)
+    with nobodys_socket_dir() as (exe, d):
         path = os.path.join(d, "g.sock")
 
         def ask() -> dict:
@@ -452,8 +438,6 @@ def test_sharing_the_daemons_primary_group_is_not_enough():
             assert_healthy(path)
         with ControlServer(path, handler, mode=0o660, group=os.getegid()):
             assert ask()["ok"] is True
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 # -- the client -------------------------------------------------------------------------

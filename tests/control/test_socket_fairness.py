@@ -8,16 +8,14 @@ socket) makes the oldest idle connection give way instead of answering `busy` to
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 
 import pytest
 
 from healerd.control.client import call
 from healerd.control.server import ControlServer
-from tests.support.control_kit import ExchangeLog, as_nobody, handler, python_for_nobody, wait_until
+from tests.support.control_kit import ExchangeLog, as_nobody, handler, nobodys_socket_dir, wait_until
 
 IDLE = 600
 
@@ -89,12 +87,7 @@ sys.stdin.read()   # hold them until the test closes stdin
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
 def test_another_users_idle_flood_leaves_a_slot_for_everyone_else(monkeypatch):
-    exe = python_for_nobody()
-    if exe is None:
-        pytest.skip("no Python interpreter the user nobody can run")
-    d = tempfile.mkdtemp(prefix="hctl")
-    try:
-        os.chmod(d, 0o711)
+    with nobodys_socket_dir() as (exe, d):
         path = os.path.join(d, "g.sock")
         with ControlServer(path, handler, mode=0o660, group=65534, read_timeout=600,
                            max_connections=64, max_per_user=48) as srv:
@@ -124,8 +117,6 @@ def test_another_users_idle_flood_leaves_a_slot_for_everyone_else(monkeypatch):
             finally:
                 flood.stdin.close()
                 flood.wait(timeout=30)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_the_daemon_answers_a_real_ping_beside_600_idle_connections(daemon_factory):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import from_dict
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 from healerd.core.routing import deferred_report, proposal
 from tests.support.bestguess_pages import AMBIGUOUS, BEFORE, GONE, RECIPE_BP
 

@@ -1,4 +1,4 @@
-"""Tests for the built-in selector healer (healerd.core.heal.builtin) on small pages of our own."""
+"""Tests for the built-in selector healer (healerd.core.heal.pipeline) on small pages of our own."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import HealResult, heal
+from healerd.core.heal.pipeline import HealResult, heal
 from healerd.core.judge import LOW_CONFIDENCE
 from tests.support.paths import ROOT, TESTS
 

@@ -16,7 +16,7 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import HealResult
+from healerd.core.heal.pipeline import HealResult
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS3 = ROOT / "tests" / "data" / "corpus3"

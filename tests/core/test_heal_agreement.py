@@ -1,4 +1,4 @@
-"""Values changed with the layout, corroborated (healerd.core.heal.agreement).
+"""Values changed with the layout, corroborated (healerd.core.heal.verdict.corroboration).
 
 A station list whose water levels changed while the list was restyled: the healer places the level
 by structure, at a low confidence. The alignment with the fields found again (code, name) and new
@@ -9,11 +9,12 @@ otherwise, a column under another header, values of another kind or a sibling's 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.confidence import LOW_CONFIDENCE
 from healerd.core.extract import extract
-from healerd.core.heal.agreement import CORROBORATED, MAX_RECORDS, corroborated, relative_path
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.judge import LOW_CONFIDENCE
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.page.positions import relative_path
+from healerd.core.heal.pipeline import heal
+from healerd.core.heal.verdict.corroboration import MAX_RECORDS, corroborated
 
 BP = Blueprint(items="div.stations tbody tr", fields={
     "code": FieldSpec("code", "td:nth-child(1)"),
@@ -42,8 +43,8 @@ def test_a_changed_column_placed_as_before_among_the_found_fields_reaches_the_pr
     old = extract(BEFORE, BP).data
     res = heal(BP, BEFORE, old, AFTER)
     assert res.ok and res.blueprint is not None, res.reason
-    assert res.confidence == CORROBORATED == LOW_CONFIDENCE
-    assert "corroborated" in res.details["level"] and res.details["level"]["confidence"] == CORROBORATED
+    assert res.confidence == LOW_CONFIDENCE
+    assert "corroborated" in res.details["level"] and res.details["level"]["confidence"] == LOW_CONFIDENCE
     assert [r["level"] for r in extract(AFTER, res.blueprint).data] == [float(v) for v in NEW_LEVELS]
 
 
@@ -54,7 +55,7 @@ def test_without_new_values_the_heal_keeps_its_own_low_confidence():
     old = extract(BEFORE, BP).data
     res = heal(BP, BEFORE, old, after)
     assert res.ok, res.reason
-    assert res.confidence < CORROBORATED and "corroborated" not in res.details.get("level", {})
+    assert res.confidence < LOW_CONFIDENCE and "corroborated" not in res.details.get("level", {})
 
 
 def _check(after_html: str, level_css: str, before_html: str = BEFORE) -> dict | None:

@@ -1,4 +1,4 @@
-"""A single record's field whose value changed with the layout (healerd.core.heal.anchored_place).
+"""A single record's field whose value changed with the layout (healerd.core.heal.fields.single_anchored).
 
 A product page restyled (tags and classes renamed) while its price changed: the old price is
 nowhere on the page, but the title and the SKU were found again by their values, and the price
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.anchored_place import place_by_anchors
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page, fingerprint
-from healerd.core.heal.single_candidates import Candidate
+from healerd.core.heal.fields.single_anchored import place_by_anchors
+from healerd.core.heal.fields.single_candidates import Candidate
+from healerd.core.heal.page.fingerprint import Page, fingerprint
+from healerd.core.heal.pipeline import heal
 from healerd.core.heal.single_record import _confidence
 from healerd.core.judge import LOW_CONFIDENCE
 

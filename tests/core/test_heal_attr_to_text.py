@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 PROMOTION_THRESHOLD = 0.75
 PAGES = [("overview", "Overview"), ("install", "Install"), ("settings", "Settings"), ("upgrade", "Upgrade")]

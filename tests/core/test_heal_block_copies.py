@@ -1,12 +1,12 @@
-"""A single record's field read from a copy of a block, its own node changed in place (healerd.core.heal.block_copies)."""
+"""A single record's field read from a copy of a block, its own node changed in place (healerd.core.heal.checks.block_copies)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, to_twins
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.checks.block_copies import TWIN_CONFIDENCE, copied_field, copied_group, to_twins
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(fields={

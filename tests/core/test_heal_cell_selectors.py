@@ -6,9 +6,9 @@ import itertools
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.selectors import Compound, Selector, all_matches
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.page.selectors import Compound, Selector, all_matches
+from healerd.core.heal.pipeline import heal
 
 ROWS = [("Claw hammer with fibreglass grip", "Tools", "12.50"), ("Adjustable wrench, 250 mm", "Tools", "9.99"),
         ("Cordless drill driver 18 V", "Power", "79.00"), ("Set of six precision screwdrivers", "Tools", "14.25"),

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
-from healerd.core.heal import collector
-from healerd.core.heal.builtin import heal
+from healerd.core.heal import gc_pause
+from healerd.core.heal.pipeline import heal
 
 BEFORE = "<ul>" + "".join(f"<li class='p'><a class='n'>Item {k}</a></li>" for k in range(30)) + "</ul>"
 AFTER = "<div>" + "".join(f"<article class='c'><a class='t'>Item {k}</a></article>" for k in range(30)) + "</div>"
@@ -25,16 +25,16 @@ def _collector_back_on():
 
 def test_heal_runs_paused_and_resumes() -> None:
     seen = []
-    real = collector.pause
+    real = gc_pause.pause
 
     def spy() -> None:
         real()
         seen.append(gc.isenabled())
-    collector.pause = spy          # type: ignore[assignment]
+    gc_pause.pause = spy          # type: ignore[assignment]
     try:
         res = heal(BP, BEFORE, OLD, AFTER)
     finally:
-        collector.pause = real     # type: ignore[assignment]
+        gc_pause.pause = real     # type: ignore[assignment]
     assert res.ok and res.blueprint is not None and res.blueprint.items != BP.items
     assert seen == [False]
     assert gc.isenabled()
@@ -47,7 +47,7 @@ def test_a_collector_someone_disabled_stays_disabled() -> None:
 
 
 def test_resumed_when_the_heal_raises() -> None:
-    @collector.collector_paused
+    @gc_pause.collector_paused
     def boom() -> None:
         assert not gc.isenabled()
         raise RuntimeError("boom")
@@ -61,7 +61,7 @@ def test_overlapping_heals_resume_once_the_last_ends() -> None:
     first_done = threading.Event()
     states: dict[str, bool] = {}
 
-    @collector.collector_paused
+    @gc_pause.collector_paused
     def work(name: str) -> None:
         inside.wait(timeout=10)
         if name == "late":

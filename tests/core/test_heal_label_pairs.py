@@ -1,12 +1,12 @@
-"""The healer reads a card's labelled pairs as the table's columns they were (healerd.core.heal.label_pairs)."""
+"""The healer reads a card's labelled pairs as the table's columns they were (healerd.core.heal.page.label_pairs)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.label_pairs import is_label_pair
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.page.label_pairs import is_label_pair
+from healerd.core.heal.pipeline import heal
 
 ROWS = [("Claw hammer", "12", "4"), ("Garden hose", "30", "7"), ("Tape measure", "9", "15"), ("Spirit level", "21", "2")]
 
@@ -40,7 +40,7 @@ def test_a_table_rewritten_as_cards_heals_by_the_pairs_labels():
 
 def test_cards_without_the_labels_are_never_promoted():
     """Short numbers in unlike nodes and nothing naming them: no label takes them. At most their old
-    cells do (listing_cells), a place and not a name: staged below the Deployer's bar (0.75)."""
+    cells do (fields.listing_by_cell), a place and not a name: staged below the Deployer's bar (0.75)."""
     bare = AFTER.replace("<span class='q9'>Product</span>", "").replace("<span class='q9'>Price</span>", "") \
                 .replace("<span class='q9'>Qty</span>", "")
     old = extract(BEFORE, BP).data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 BP = Blueprint(fields={
     "title": FieldSpec("title", "article h1.entry-title", "str"),

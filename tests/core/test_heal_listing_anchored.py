@@ -1,4 +1,4 @@
-"""A listing field whose values changed with the layout (healerd.core.heal.listing_anchored).
+"""A listing field whose values changed with the layout (healerd.core.heal.fields.listing_anchored).
 
 A station table restyled (its classes hashed) while every water level changed: the codes and names are found again by value, the levels are nowhere.
 In every row the level sits where it sat relative to the code and the name: it is placed there,
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.agreement import OldText
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.listing_anchored import place_in_records
+from healerd.core.heal.evidence import OldText
+from healerd.core.heal.fields.listing_anchored import place_in_records
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(items="table.stations tbody tr", fields={

@@ -1,11 +1,11 @@
-"""A table's rows become a grid of divs: short values placed by their old cell (healerd.core.heal.listing_cells)."""
+"""A table's rows become a grid of divs: short values placed by their old cell (healerd.core.heal.fields.listing_by_cell)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.listing_cells import ALIGNED_CONFIDENCE
+from healerd.core.heal.fields.listing_by_cell import ALIGNED_CONFIDENCE
+from healerd.core.heal.pipeline import heal
 
 ROWS = [("Claw hammer", "12", "4"), ("Garden hose", "30", "7"), ("Tape measure", "9", "15"), ("Spirit level", "21", "2")]
 

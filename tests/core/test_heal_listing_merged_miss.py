@@ -1,11 +1,11 @@
 """A listing field's selector that finds nothing in a record saying the old value with a label merged in
-misses that record (healerd.core.heal.listing_fields)."""
+misses that record (healerd.core.heal.fields.listing_by_value)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 BP = Blueprint(items="div.log div.sec", fields={
     "anchor": FieldSpec("anchor", "h2 a.link", "str", attr="href"),

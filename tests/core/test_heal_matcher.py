@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec, check_selector
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 
 def _bp(fields: dict[str, tuple], items: str | None = None) -> Blueprint:

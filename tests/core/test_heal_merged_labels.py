@@ -1,10 +1,10 @@
-"""The healer finds a value whose label moved into its node (healerd.core.heal.merged_labels)."""
+"""The healer finds a value whose label moved into its node (healerd.core.heal.fields.merged_labels)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 ROWS = [("Claw hammer", "12", "4"), ("Garden hose", "30", "7"), ("Tape measure", "9", "15"), ("Spirit level", "21", "2")]
 

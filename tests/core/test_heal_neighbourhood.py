@@ -1,12 +1,12 @@
-"""A single record told from a look-alike copy by the tree around it (healerd.core.heal.neighbourhood)."""
+"""A single record told from a look-alike copy by the tree around it (healerd.core.heal.fields.single_by_neighbourhood)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.neighbourhood import likeness, pick, profile
+from healerd.core.heal.fields.single_by_neighbourhood import likeness, pick, profile
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 from healerd.core.judge import LOW_CONFIDENCE
 
 BP = Blueprint(fields={

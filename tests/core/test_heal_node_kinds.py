@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pathlib
 
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.node_kinds import one_per_kind
-from healerd.core.heal.selectors import Compound, _common_compounds, compounds
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.page.node_kinds import one_per_kind
+from healerd.core.heal.page.selectors import Compound, _common_compounds, compounds
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 CAP = 400       # nodes per group: well past the 8 from which kinds are used, and the test stays short

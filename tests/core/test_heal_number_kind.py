@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.number_kind import bare_number
+from healerd.core.heal.fields.single_by_number import bare_number
+from healerd.core.heal.pipeline import heal
 
 PROMOTION_THRESHOLD = 0.75   # the Deployer promotes a heal only at this confidence or above
 

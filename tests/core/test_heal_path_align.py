@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.path_align import path_of, path_similarity
+from healerd.core.heal.fields.single_by_path import path_of, path_similarity
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 
 PROMOTION_THRESHOLD = 0.75
 

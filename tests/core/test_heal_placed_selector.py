@@ -1,12 +1,12 @@
-"""A single record's fields picked out by their cards' places (healerd.core.heal.placed_selector)."""
+"""A single record's fields picked out by their cards' places (healerd.core.heal.fields.single_by_position)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.placed_selector import placed_selector, values_copied
+from healerd.core.heal.fields.single_by_position import placed_selector, values_copied
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 
 SPECS = [("Model", "Kettle KX-2"), ("Weight", "1.35"), ("Colour", "Slate grey"), ("Warranty", "24 months")]
 

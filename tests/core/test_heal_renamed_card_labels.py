@@ -1,11 +1,11 @@
-"""Cards whose labels reword the old column headers (healerd.core.heal.label_pairs.label_renamed)."""
+"""Cards whose labels reword the old column headers (healerd.core.heal.page.label_pairs.label_renamed)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.label_pairs import label_renamed
+from healerd.core.heal.page.label_pairs import label_renamed
+from healerd.core.heal.pipeline import heal
 
 ROWS = [("Claw hammer", "12", "4"), ("Garden hose", "30", "7"), ("Tape measure", "9", "15"), ("Spirit level", "21", "2")]
 

@@ -1,5 +1,5 @@
 """A selector loosened through the siblings' change of node never reads the record's own container
-(healerd.core.heal.listing_siblings.all_of_tag).
+(healerd.core.heal.fields.listing_by_siblings.all_of_tag).
 
 A table become a grid of <div>s, two header rows kept as grid rows before the records: the first
 record's row is itself `:nth-child(3)`, so a loosened `:nth-child(3)` matches, in that record, the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 BP = Blueprint(items="table.frame tbody tr", fields={
     "reservoir": FieldSpec("reservoir", "th"),

@@ -1,12 +1,12 @@
-"""Record containers whose parents' classes became a utility-class soup (healerd.core.heal.listing_containers)."""
+"""Record containers whose parents' classes became a utility-class soup (healerd.core.heal.records.containers)."""
 
 from __future__ import annotations
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.listing_containers import _find_containers
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
+from healerd.core.heal.records.containers import _find_containers
 
 GROUPS = [[("Anvil stand", "Holds a 50 kg anvil at working height"), ("Bench vice", "Cast iron, 125 mm jaws")],
           [("Chisel roll", "Waxed canvas, twelve pockets"), ("Dovetail saw", "Fine teeth for joinery")],

@@ -1,4 +1,4 @@
-"""Values changed in place while a copy of the old ones stays elsewhere (healerd.core.heal.values_in_place)."""
+"""Values changed in place while a copy of the old ones stays elsewhere (healerd.core.heal.checks.stale_values)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import re
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.values_in_place import kept_in_place
+from healerd.core.heal.checks.stale_values import kept_in_place
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 
 # An admin index: each row's model link, and a "Change" link that always carried the same URL.
 BP = Blueprint(items="div.app-shop table tr", fields={

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from healerd.core.heal.fingerprint import words
+from healerd.core.heal.page.fingerprint import words
 
 
 def _afresh(*parts: str) -> set[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.builtin import heal
+from healerd.core.heal.pipeline import heal
 
 
 def blueprint(fields: dict[str, tuple[str, str]], items: str | None = None) -> Blueprint:

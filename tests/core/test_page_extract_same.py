@@ -10,9 +10,9 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal import fingerprint
-from healerd.core.heal.fingerprint import Page
-from healerd.core.heal.page_extract import extract_on
+from healerd.core.heal.page import fingerprint
+from healerd.core.heal.page.extraction import extract_on
+from healerd.core.heal.page.fingerprint import Page
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 

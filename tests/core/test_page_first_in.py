@@ -10,9 +10,9 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal import fingerprint
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.page import fingerprint
+from healerd.core.heal.page.fingerprint import Page
+from healerd.core.heal.pipeline import heal
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 

@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
-from healerd.core.heal import page_text
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.page import texts
+from healerd.core.heal.page.fingerprint import Page
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 
@@ -32,10 +32,10 @@ TRICKY = [
 
 
 @pytest.mark.parametrize("html", TRICKY)
-@pytest.mark.parametrize("join_from", [1, page_text.JOIN_FROM])
+@pytest.mark.parametrize("join_from", [1, texts.JOIN_FROM])
 def test_joined_texts_are_lexbors(html: str, join_from: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # join_from=1 joins every element with a child from its children, so the join is what is tested
-    monkeypatch.setattr(page_text, "JOIN_FROM", join_from)
+    monkeypatch.setattr(texts, "JOIN_FROM", join_from)
     page = Page(html)
     assert page.texts == _whole(page)
 
@@ -45,14 +45,14 @@ def test_a_whole_page_wrapper_is_joined_not_read() -> None:
     page = Page(f"<html><body><main>\n<ul>\n{rows}</ul></main></body></html>")
     assert page.texts == _whole(page)
     ul = page.tags.index("ul")
-    assert sum(len(page.texts[c]) for c in page.children[ul]) >= page_text.JOIN_FROM
+    assert sum(len(page.texts[c]) for c in page.children[ul]) >= texts.JOIN_FROM
 
 
 def test_join_of_pieces() -> None:
     parts = ["  a b ", "", "\n", "c", "d  ", " ", "e"]
-    assert page_text.join([page_text.piece(p) for p in parts]) == page_text.piece("".join(parts))
-    assert page_text.join([]) == page_text.piece("")
-    assert page_text.join([page_text.piece(" "), page_text.piece("\t")]) == page_text.piece(" \t")
+    assert texts.join([texts.piece(p) for p in parts]) == texts.piece("".join(parts))
+    assert texts.join([]) == texts.piece("")
+    assert texts.join([texts.piece(" "), texts.piece("\t")]) == texts.piece(" \t")
 
 
 def _pages() -> list[pathlib.Path]:
@@ -62,9 +62,9 @@ def _pages() -> list[pathlib.Path]:
     return found
 
 
-@pytest.mark.parametrize("join_from", [1, page_text.JOIN_FROM])
+@pytest.mark.parametrize("join_from", [1, texts.JOIN_FROM])
 def test_corpus_pages_index_the_same_texts(join_from: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(page_text, "JOIN_FROM", join_from)
+    monkeypatch.setattr(texts, "JOIN_FROM", join_from)
     pages = _pages()
     assert len(pages) > 100
     differ = [p.name for p in pages if (page := Page(p.read_text(encoding="utf-8", errors="replace"))).texts != _whole(page)]

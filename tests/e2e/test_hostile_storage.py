@@ -4,23 +4,14 @@ recovery by itself once space returns, with a consistent database."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 
 import apsw
 
 from healerd.store.faults import FIRST_BACKOFF_S, MAX_BACKOFF_S, StorageFaults, is_storage_fault
-from tests.support.daemon import FAST_CONFIG, db_rows
-from tests.support.sitepages import LISTING_BP, write_blueprint
-from tests.support.storage_kit import big_page, fill
-
-
-class Clock:
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
+from tests.support.clock import Clock
+from tests.support.daemon import db_rows
+from tests.support.storage_kit import daemon_on_small_disk, fill, storage_alerts
 
 
 def test_storage_faults_open_one_episode_back_off_and_recover():
@@ -51,28 +42,12 @@ def test_what_counts_as_a_storage_fault():
 
 
 def test_a_full_disk_is_one_error_one_alert_and_recovers_by_itself(site, daemon_factory, tmp_path, small_fs):
-    logs = tmp_path / "logs"
-    site.page("/stats", big_page())
-    d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 50\n"),
-                       env={"LOGS_DIRECTORY": str(logs)})
-    d.state = small_fs / "state"
-    d.start()
-    names = [f"s{i}" for i in range(4)]
-    for name in names:
-        bp = write_blueprint(tmp_path / f"{name}.json", site.url("/stats"), {**LISTING_BP, "every": "1s"})
-        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
-    d.wait_for(lambda: all(d.ctl_json("status", n)["last_success_at"] for n in names), what="first scrapes")
-
+    d, logs = daemon_on_small_disk(site, daemon_factory, tmp_path, small_fs, retention=50)
     filler = small_fs / "filler"
     fill(filler)
 
-    def alerts():
-        p = logs / "alerts.jsonl"
-        return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
-
     def storage(event):
-        return [a for a in alerts() if a["event"] == event and a["source"] is None
-                and a["details"].get("cause") == "storage"]
+        return storage_alerts(logs, event)
 
     d.wait_for(lambda: storage("SYSTEMIC_HALT"), timeout=90, what="a storage SYSTEMIC_HALT alert")
     # Let the fault go on for a while: still one line, one alert.

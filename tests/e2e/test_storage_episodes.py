@@ -3,22 +3,11 @@ still full), and every new episode raises its own SYSTEMIC_HALT, however soon af
 
 from __future__ import annotations
 
-import json
-
 import apsw
 
 from healerd.store.faults import FIRST_BACKOFF_S, StorageFaults
-from tests.support.daemon import FAST_CONFIG
-from tests.support.sitepages import LISTING_BP, write_blueprint
-from tests.support.storage_kit import big_page, fill
-
-
-class Clock:
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
+from tests.support.clock import Clock
+from tests.support.storage_kit import daemon_on_small_disk, fill, storage_alerts
 
 
 def test_a_write_that_changed_nothing_does_not_end_an_episode():
@@ -44,25 +33,12 @@ def test_each_episode_is_numbered_so_its_alerts_are_its_own():
 
 def test_two_full_disk_episodes_two_halts_and_recovery_only_once_writes_land(site, daemon_factory, tmp_path,
                                                                             small_fs):  # noqa: F811
-    logs = tmp_path / "logs"
-    site.page("/stats", big_page())
     # Four sources keeping 20 records of a ~36 KB page stay far below the file system's size: the
     # disk is full only while the filler is there, never by the daemon's own data.
-    d = daemon_factory(FAST_CONFIG.replace("[daemon]\n", "[daemon]\nrecords_retention = 20\n"),
-                       env={"LOGS_DIRECTORY": str(logs)})
-    d.state = small_fs / "state"
-    d.start()
-    names = [f"s{i}" for i in range(4)]
-    for name in names:
-        bp = write_blueprint(tmp_path / f"{name}.json", site.url("/stats"), {**LISTING_BP, "every": "1s"})
-        assert d.ctl("add", name, "--blueprint", bp).returncode == 0
-    d.wait_for(lambda: all(d.ctl_json("status", n)["last_success_at"] for n in names), what="first scrapes")
+    d, logs = daemon_on_small_disk(site, daemon_factory, tmp_path, small_fs, retention=20)
 
     def storage(event):
-        p = logs / "alerts.jsonl"
-        alerts = [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
-        return [a for a in alerts if a["event"] == event and a["source"] is None
-                and a["details"].get("cause") == "storage"]
+        return storage_alerts(logs, event)
 
     filler = small_fs / "filler"
     for episode in (1, 2):

@@ -53,13 +53,6 @@ def event_count(conn, name: str = NAME) -> int:
 
 
 @pytest.fixture
-def conn(tmp_path):
-    c = open_db(tmp_path / "healerd.db")
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def made():
     """Models made by a test, dropped from the shared machine afterwards."""
     models = []

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from healerd.core.blueprint import from_dict
-from healerd.store.db import open_db
 from healerd.store.fix_bundles import apply_bundle, make_parser_bundle, make_selector_bundle
 from healerd.store.memory import FixMemory, FixMemoryError, MemoryMatch, confidence, issue_fingerprint
 from healerd.store.sql import rows, scalar
+from tests.support.clock import Clock
 
 HOST = "shop.example"
 OLD = {"url": "https://shop.example/c/1", "items": "ul.products li.product",
@@ -22,27 +22,15 @@ NEW = {"url": "https://shop.example/c/1", "items": "div.grid article.card",
 BROKEN = ["h2.title", "span.price"]
 
 
-class Clock:
-    def __init__(self, t: float = 1_790_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def tick(self, s: float = 1.0) -> None:
-        self.t += s
-
-
 @pytest.fixture
-def db(tmp_path):
-    conn = open_db(tmp_path / "healerd.db")
-    yield conn
-    conn.close()
+def db(conn):
+    """The store's real SQLite file (tests/store/conftest.py's `conn`)."""
+    return conn
 
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(1_790_000_000.0)
 
 
 @pytest.fixture
@@ -220,7 +208,7 @@ def test_submit_creates_then_merges_the_same_fix(mem, db, clock):
     assert first["status"] == "created" and first["merged"] is False
     issue_id = first["issue_id"]
     assert len(issue_id) == 36
-    clock.tick(60)
+    clock.advance(60)
     second = submit(mem, "shop-2")
     assert second == {"status": "created", "issue_id": issue_id, "merged": True, "message": second["message"],
                       "confidence_score": confidence(2, 0), "verification_count": 2}
@@ -353,7 +341,7 @@ def test_search_rejects_bad_input(mem):
 def test_a_bundle_failing_on_one_source_loses_confidence_and_is_not_offered_there_again(mem, db, clock):
     issue_id = submit(mem, "shop-1")["issue_id"]
     assert [m.issue_id for m in search(mem, source="shop-2")] == [issue_id]
-    clock.tick(10)
+    clock.advance(10)
     out = mem.confirm(issue_id, "shop-2", False, notes="validation failed: price null on 25 of 25 items")
     assert out == {"status": "confirmed", "issue_id": issue_id, "updated_confidence": confidence(1, 1),
                    "updated_verification_count": 1}
@@ -370,7 +358,7 @@ def test_a_bundle_failing_on_one_source_loses_confidence_and_is_not_offered_ther
 def test_success_raises_confidence_and_adds_the_source(mem, clock):
     issue_id = submit(mem, "shop-1")["issue_id"]
     before = mem.show(issue_id)
-    clock.tick(3600)
+    clock.advance(3600)
     out = mem.confirm(issue_id, "shop-2", True)
     assert out["updated_confidence"] > before["confidence_score"]
     assert out["updated_verification_count"] == 2
@@ -408,7 +396,7 @@ def test_confirm_unknown_issue_is_not_found(mem):
 def test_usage_stats_per_issue_and_global(mem, db, clock):
     issue_id = submit(mem, "shop-1")["issue_id"]
     for src, ok in (("shop-2", True), ("shop-3", False), ("shop-4", True)):
-        clock.tick(60)
+        clock.advance(60)
         search(mem, source=src)
         got = mem.get_fix_bundle(issue_id, source_name=src)
         assert got["fix_bundle"] == bundle() and got["root_cause"] == "the site's markup changed"
@@ -431,7 +419,7 @@ def test_usage_stats_per_issue_and_global(mem, db, clock):
     assert g["total_issues_submitted"] == 1
     assert g["top_queried_issues"] == [issue_id] and g["top_resolved_issues"] == [issue_id]
     assert g["active_sources_24h"] == 4
-    clock.tick(2 * 86400)
+    clock.advance(2 * 86400)
     g = mem.global_stats()
     assert g["queries_24h"] == 0 and g["resolutions_24h"] == 0 and g["total_queries"] == 3
 

@@ -8,7 +8,7 @@ import json
 
 from healerd.core import errors
 from healerd.core.blueprint import from_dict
-from healerd.core.heal.data_gone import gone_fields
+from healerd.core.heal.checks.data_gone import gone_fields
 from healerd.core.production import FALSE_POSITIVE, SITE_CHANGED, failure_verdict
 from healerd.core.stats import compute
 from healerd.demo.site import BLUEPRINTS, products_page, stats_page

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
 
 from healerd.control.protocol import ControlError
 
@@ -87,3 +93,18 @@ def python_for_nobody():
             if r.returncode == 0:
                 return exe
     return None
+
+
+@contextmanager
+def nobodys_socket_dir() -> Iterator[tuple[str, str]]:
+    """(an interpreter the user nobody can run, a fresh folder nobody may pass through to a socket);
+    the test is skipped where there is no such interpreter; the folder is removed afterwards."""
+    exe = python_for_nobody()
+    if exe is None:
+        pytest.skip("no Python interpreter the user nobody can run")
+    d = tempfile.mkdtemp(prefix="hctl")
+    try:
+        os.chmod(d, 0o711)
+        yield exe, d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -186,17 +186,17 @@ class Trials:
     def bounded(self, name, *args):
         self._check(name)
         if name == "heal":
-            from healerd.core.heal.builtin import heal
+            from healerd.core.heal.pipeline import heal
             return heal(*args)
         if name == "gone_fields":
-            from healerd.core.heal.data_gone import gone_fields
+            from healerd.core.heal.checks.data_gone import gone_fields
             return gone_fields(*args)
         from healerd.core import drift
         return getattr(drift, name)(*args)
 
     def heal(self, bp, original_html, last_good_records, current_html):
         self._check("builtin")
-        from healerd.core.heal.builtin import heal
+        from healerd.core.heal.pipeline import heal
         return heal(bp, original_html, last_good_records, current_html)
 
 

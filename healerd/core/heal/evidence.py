@@ -1,7 +1,7 @@
 """What the built-in healer's two algorithms share: thresholds, the result, small judgements.
 
 The thresholds are explicit so they can be reasoned about and tuned in one place;
-`HealResult` is what `healerd.core.heal.builtin.heal` returns.
+`HealResult` is what `healerd.core.heal.pipeline.heal` returns.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from healerd.core.blueprint import Blueprint
-from healerd.core.heal.fingerprint import Page, text_shape
+from healerd.core.heal.page.fingerprint import Page, text_shape
 
 # thresholds (explicit so they can be reasoned about and tuned in one place)
 MARGIN = 0.12             # best must beat the runner-up by this much (combined score)
@@ -101,3 +101,32 @@ def value_kind(value: str) -> str:
         return "text"
     return shape
 
+
+# What a value changed with the layout must be, for the fields placed through the fields found
+# again (`fields.single_anchored`, `fields.listing_anchored`) and for the corroboration that may
+# raise such a heal (`verdict.corroboration`).
+MIN_VALUE = 2          # characters a changed value needs before "new text" means anything
+
+
+class OldText:
+    """Every text and attribute value of the last good page: what a new value must not be."""
+
+    def __init__(self, before: Page):
+        self.text = before.texts[0] if before.texts else ""
+        self.attrs = {v for a in before.attrs for v in a.values() if v}
+
+    def holds(self, value: str) -> bool:
+        return value in self.text or value in self.attrs
+
+
+def relabelled(before: Page, old: int, after: Page, new: int) -> bool:
+    """Both nodes named by a label that names one field (column header, <label>, <dt>), and not the same."""
+    was, was_kind = before.label_info(old)
+    now, now_kind = after.label_info(new)
+    return was_kind in STRONG_LABEL_KINDS and now_kind in STRONG_LABEL_KINDS and was != now
+
+
+def split_confidence(reason: str) -> tuple[str, str]:
+    """A heal's reason as (what it did, its " (confidence ...)" ending, "" when it has none)."""
+    head, sep, tail = reason.rpartition(" (confidence")
+    return (head, sep + tail) if sep else (reason, "")

@@ -14,20 +14,29 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.attr_to_text import text_was_a_copy
 from healerd.core.heal.evidence import (
     SAMPLE,
     HealResult,
 )
-from healerd.core.heal.fingerprint import (
+from healerd.core.heal.fields.listing_anchored import place_changed_fields
+from healerd.core.heal.fields.listing_attr_to_text import text_was_a_copy
+from healerd.core.heal.fields.listing_by_cell import ALIGNED_CONFIDENCE, aligned_cell
+from healerd.core.heal.fields.listing_by_label import by_old_label, no_old_value_left
+from healerd.core.heal.fields.listing_by_siblings import all_of_tag, through_siblings_change
+from healerd.core.heal.fields.listing_by_value import SHORT_UNLIKE, _field_in_containers
+from healerd.core.heal.fields.moved_attr import other_attr_listing
+from healerd.core.heal.page.extraction import extract_on
+from healerd.core.heal.page.fingerprint import (
     Fingerprint,
     Page,
     fingerprint,
 )
-from healerd.core.heal.listing_anchor import one_field_reads_every_record
-from healerd.core.heal.listing_anchored import place_changed_fields
-from healerd.core.heal.listing_cells import ALIGNED_CONFIDENCE, aligned_cell
-from healerd.core.heal.listing_containers import (
+from healerd.core.heal.page.selectors import (
+    items_selector,
+    lexbor_first_in,
+    relaxed_selector,
+)
+from healerd.core.heal.records.containers import (
     _containers_by_shape,
     _containers_hold_records,
     _context_words,
@@ -35,18 +44,9 @@ from healerd.core.heal.listing_containers import (
     _lowest_common,
     _passed_over_context,
 )
-from healerd.core.heal.listing_fields import SHORT_UNLIKE, _field_in_containers
-from healerd.core.heal.listing_kinds import _OldKinds, _spread
-from healerd.core.heal.listing_labels import by_old_label, no_old_value_left
-from healerd.core.heal.listing_siblings import all_of_tag, through_siblings_change
-from healerd.core.heal.listing_split import old_list_in_places, take_back_left_out
-from healerd.core.heal.moved_attr import other_attr_listing
-from healerd.core.heal.page_extract import extract_on
-from healerd.core.heal.selectors import (
-    items_selector,
-    lexbor_first_in,
-    relaxed_selector,
-)
+from healerd.core.heal.records.kept_by_one_field import one_field_reads_every_record
+from healerd.core.heal.records.old_kinds import _OldKinds, _spread
+from healerd.core.heal.records.split_listing import old_list_in_places, take_back_left_out
 
 
 def _heal_items(bp: Blueprint, before: Page, after: Page, old_raw: list, old_records: list) -> HealResult:
@@ -290,7 +290,7 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
 def _place_by_cells(bp: Blueprint, before: Page, old_containers: list[int], after: Page, containers: list[int],
                     records: list[int], old_raw: list, by_value: dict[str, str], new_fields: dict[str, FieldSpec],
                     decisions: dict[str, tuple[str, str]], details: dict[str, Any]) -> None:
-    """Short values refused in unlike places, taken when they sit in their old cell (`listing_cells`)."""
+    """Short values refused in unlike places, taken when they sit in their old cell (`fields.listing_by_cell`)."""
     for name, spec in bp.fields.items():
         proposal = details[name].get("proposal")
         if decisions[name][0] != "ambiguous" or not proposal or not decisions[name][1].startswith(SHORT_UNLIKE):

@@ -13,8 +13,6 @@ from dataclasses import replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal import neighbourhood
-from healerd.core.heal.anchored_place import place_by_anchors
 from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
@@ -37,22 +35,14 @@ from healerd.core.heal.evidence import (
     is_weak,
     value_kind,
 )
-from healerd.core.heal.fingerprint import (
-    LABEL_MAX,
-    Fingerprint,
-    Page,
-    fingerprint,
-    norm_label,
-    similarity,
-    text_shape,
-)
-from healerd.core.heal.merged_labels import merged_rival
-from healerd.core.heal.moved_attr import lone_carrier, other_attr_single
-from healerd.core.heal.number_kind import place_by_number
-from healerd.core.heal.path_align import place_by_path
-from healerd.core.heal.placed_selector import PlacedSelectors, placed_selector
-from healerd.core.heal.selectors import relaxed_first, single_selector
-from healerd.core.heal.single_candidates import (
+from healerd.core.heal.fields import single_by_neighbourhood
+from healerd.core.heal.fields.merged_labels import merged_rival
+from healerd.core.heal.fields.moved_attr import lone_carrier, other_attr_single
+from healerd.core.heal.fields.single_anchored import place_by_anchors
+from healerd.core.heal.fields.single_by_number import place_by_number
+from healerd.core.heal.fields.single_by_path import place_by_path
+from healerd.core.heal.fields.single_by_position import PlacedSelectors, placed_selector
+from healerd.core.heal.fields.single_candidates import (
     Candidate,
     _distractors,
     _exact_candidates,
@@ -61,6 +51,16 @@ from healerd.core.heal.single_candidates import (
     _without_copies,
     _without_distractor_twins,
 )
+from healerd.core.heal.page.fingerprint import (
+    LABEL_MAX,
+    Fingerprint,
+    Page,
+    fingerprint,
+    norm_label,
+    similarity,
+    text_shape,
+)
+from healerd.core.heal.page.selectors import relaxed_first, single_selector
 
 
 def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_records: dict) -> HealResult:
@@ -507,13 +507,13 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
 
 def _place_by_neighbourhood(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
                             decisions: dict, details: dict) -> None:
-    """Fields whose old value two places carry, settled by the tree around the old node (`neighbourhood`)."""
+    """Fields whose old value two places carry, settled by the tree around the old node (`fields.single_by_neighbourhood`)."""
     for name, (status, _cand, why) in list(decisions.items()):
         if status != "ambiguous" or not why.startswith("two places carry") or old_nodes.get(name) is None:
             continue
         spec = bp.fields[name]
         cands = _exact_candidates(fps[name], old_raw[name], spec.attr, after, {}, None)
-        node, how = neighbourhood.pick(before, old_nodes[name], after, [c.node for c in cands])
+        node, how = single_by_neighbourhood.pick(before, old_nodes[name], after, [c.node for c in cands])
         if node is None:
             decisions[name] = (status, None, f"{why}; {how}")
             details[name] = {**details.get(name, {}), "why": f"{why}; {how}"}
@@ -534,7 +534,7 @@ def _confidence(c: Candidate | None) -> float:
     if c is None:
         return 0.0
     if c.kind == "neighbourhood":
-        return neighbourhood.CONFIDENCE
+        return single_by_neighbourhood.CONFIDENCE
     base = {"exact": 0.7, "record": 0.6, "shared": 0.65, "near": 0.5, "moved": 0.45, "label": 0.45}.get(c.kind, 0.4)
     return round(min(1.0, base + 0.3 * c.sim), 3)
 

@@ -146,7 +146,7 @@ class Rungs:
     def data_gone(self, ctx: DiagnosisContext, details: dict | None) -> list[str]:
         """The fields of a refusal whose data is gone from the page (all the fields it names, or none:
         a refusal that also names a field still on the page is a healer's limit)."""
-        from healerd.core.heal.data_gone import refused_fields
+        from healerd.core.heal.checks.data_gone import refused_fields
 
         refused = refused_fields(details)
         items = (details or {}).get("items")
