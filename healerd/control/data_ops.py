@@ -35,13 +35,17 @@ class DataOps:
         sources.get(self.conn, name)   # SourceNotFound: "not_found"
         return name
 
-    def op_records_since(self, name: str, after_id: int | None = None, limit: int = 100):
-        """The source's scrapes stored after `after_id`, oldest first, each with its `id`. Without
-        `after_id`: none, and the id to follow from (`healerctl records NAME --follow`)."""
+    def op_records_since(self, name: str, after_id: int | None = None, limit: int = 100, backlog: int = 0):
+        """The source's scrapes stored after `after_id`, oldest first, each with its `id` and whole
+        (`limit` counts scrapes). Without `after_id`: the newest `backlog` scrapes (none by default),
+        and the id to follow from (`healerctl records NAME --follow [--limit N]`)."""
         name = self._source(name)
         limit = _whole(limit, "limit", 1)
         if after_id is None:
-            return {"last_id": records.last_id(self.conn), "records": []}
+            last = records.last_id(self.conn)
+            backlog = _whole(backlog, "backlog", 0)
+            got = records.newest_ids(self.conn, name, min(backlog, 100_000)) if backlog else []
+            return {"last_id": max([last, *(r["id"] for r in got)]), "records": got}
         after_id = _whole(after_id, "after_id", 0)
         got = records.since(self.conn, name, after_id, min(limit, 1000))
         return {"last_id": got[-1]["id"] if got else after_id, "records": got}

@@ -251,9 +251,10 @@ class ControlOps(DataOps):
     def op_records(self, name: str, limit: int = 20):
         check_name(name)
         sources.get(self.conn, name)
-        if not isinstance(limit, int) or limit < 1:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ControlError("bad_request", "limit must be a whole number >= 1")
-        return records.newest(self.conn, name, min(limit, 100_000))
+        # `limit` counts scrapes; each scrape's data comes whole (a listing is never cut).
+        return records.latest(self.conn, name, min(limit, 100_000))
 
     def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
