@@ -132,6 +132,9 @@ def feeds_section(ctx: click.Context, socket_path: str | None) -> None:
         _table(FEED_HEADERS, _feed_rows(r))
 
 
+TABLE_ITEMS = 20   # items of one scrape shown in the table (--json and --csv give them all)
+
+
 def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]]]:
     """Columns (field names, then scraped_at and version) and one row per item/record."""
     columns: list[str] = []
@@ -195,8 +198,16 @@ def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
     if not r:
         click.echo(f"no records for {name} yet")
         return
+    # A terminal gets at most TABLE_ITEMS items of each scrape, and a line saying how many more.
+    cut = [{**rec, "data": rec["data"][:TABLE_ITEMS]} if isinstance(rec.get("data"), list) else rec for rec in r]
+    hidden = sum(len(rec["data"]) - TABLE_ITEMS for rec in r
+                 if isinstance(rec.get("data"), list) and len(rec["data"]) > TABLE_ITEMS)
+    header, rows = _flatten_records(cut)
     shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
     _table([h.upper() for h in header], shown)
+    if hidden:
+        click.echo(f"… {hidden} more item(s) not shown (the table shows {TABLE_ITEMS} per scrape); "
+                   f"`--json` or `--csv` gives every item")
     if len(r) >= limit:
         click.echo(f"… the newest {limit} scrape(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
 

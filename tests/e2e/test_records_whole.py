@@ -55,7 +55,8 @@ def test_a_30_item_listing_is_whole_in_json_and_csv_and_columns_keep_the_bluepri
     assert len(both) == 1 + 29 + 30
 
     text = d.ctl("records", "big", "--limit", "1").stdout
-    assert "Player 28" in text and "Player 29" not in text and text.index("ZNAME") < text.index("SCORE")
+    assert "Player 19" in text and "Player 20" not in text and text.index("ZNAME") < text.index("SCORE")
+    assert "9 more item(s) not shown" in text                  # the table says what it leaves out
 
 
 def test_follow_with_limit_prints_the_newest_scrapes_whole_first(site, daemon_factory, tmp_path):
