@@ -39,9 +39,10 @@ from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
 from healerd.core.blueprint import Blueprint, BlueprintError, load_file
+from healerd.core.blueprint_settings import SELECTORS, SETTINGS, file_change
 from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
-from healerd.store import sources, tasks
+from healerd.store import source_files, tasks
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db
 from healerd.store.db import db_path as make_db_path
 from healerd.store.ledger import Ledger
@@ -302,7 +303,7 @@ class Daemon:
         with self._reload_lock:
             conn = open_db(self.db_path)
             try:
-                known = sources.registered(conn)
+                known = source_files.registered(conn)
             finally:
                 conn.close()
             seen = set()
@@ -336,10 +337,16 @@ class Daemon:
                         if len(new) >= ADD_BATCH:
                             self._finish_batch(pending, file_of, out)
                             pending = self._start_batch(new)
-                    elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
-                        self.registry.write(Ledger.update_blueprint, name, bp)
-                        self.registry.tell("validator", ForgetHistory(name))
-                        out["changed"].append(name)
+                    elif known[name]["origin"] == "sources_dir":
+                        change = file_change(known[name]["loaded"], bp)
+                        if change == SETTINGS:
+                            # Only settings (every, headers, url, ...): production keeps its selectors.
+                            self.registry.write(Ledger.apply_file_settings, name, bp)
+                            out["changed"].append(name)
+                        elif change == SELECTORS:
+                            self.registry.write(Ledger.update_blueprint, name, bp)
+                            self.registry.tell("validator", ForgetHistory(name))
+                            out["changed"].append(name)
                 except Exception as exc:
                     out["errors"][file_name] = str(exc)
             self._finish_batch(pending, file_of, out)

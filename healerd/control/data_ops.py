@@ -50,6 +50,28 @@ class DataOps:
         got = records.since(self.conn, name, after_id, min(limit, 1000))
         return {"last_id": got[-1]["id"] if got else after_id, "records": got}
 
+    def op_export(self, name: str):
+        """The production blueprint as a file `add` accepts, with the keys whose secret values were
+        left out (`healerctl export`)."""
+        from healerd.core.blueprint_export import exportable
+        from healerd.store import versions
+
+        name = self._source(name)
+        version, bp = versions.production(self.conn, name)
+        d, left_out = exportable(bp.to_dict())
+        return {"name": name, "version": version, "blueprint": d, "left_out": left_out}
+
+    def op_try(self, blueprint: dict, url: str | None = None):
+        """Fetch (or render) the blueprint's page once, read it and validate the records as a first
+        scrape would be; nothing is registered or stored (`healerctl try`)."""
+        from healerd.actors.deployer import TryBlueprint
+        from healerd.adapters.browser import check_source as check_browser_source
+        from healerd.core.blueprint import from_dict
+
+        bp = from_dict(blueprint, url=url, require_url=True)
+        check_browser_source(bp, self.daemon.config.browser)
+        return self.daemon.registry.get("deployer").ask(TryBlueprint(bp.to_json()), timeout=180.0)
+
     def op_changes(self, name: str, limit: int = 20, all: bool = False):
         """Change sets between consecutive stored scrapes, newest first (only those with a change
         unless `all`)."""

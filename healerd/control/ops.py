@@ -128,9 +128,10 @@ class ControlOps(DataOps):
             out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
             out["metrics"] = fixes.metrics(self.conn, name)
             _, bp = versions.production(self.conn, name)
-            from healerd.core.sanitize import blueprint_secrets, mask_mapping
+            from healerd.core.blueprint_export import mask_blueprint
 
-            out["blueprint"] = mask_mapping(bp.to_dict(), blueprint_secrets(bp))
+            # Secret values masked, the structure never (a field called `code`, the `key`).
+            out["blueprint"] = mask_blueprint(bp.to_dict())
             out["every_s"] = src["every_s"]
             out["staged_versions"] = [v["version"] for v in versions.staged(self.conn, name)]
             return out

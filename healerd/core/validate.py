@@ -439,6 +439,15 @@ def gave_expected_records(p: _Problems, records: list, is_list: bool, band: tupl
     return len(records) >= max(EXPECTED_MIN_ITEMS, band[0] if band else 0)
 
 
+def _js_hint(blueprint: Blueprint, html: str | Callable[[], str | None] | None) -> str:
+    """"; <hint>" when an HTTP-fetched page that gave nothing looks drawn by JavaScript, else ""."""
+    if blueprint.fetch != "http" or html is None:
+        return ""
+    from healerd.core.js_page import HINT, script_rendered
+
+    return f"; {HINT}" if script_rendered(html() if callable(html) else html) else ""
+
+
 def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: list[int] | None = None,
              last_good: dict | list | None = None, html: str | Callable[[], str | None] | None = None,
              status: int = 200, headers: dict | None = None) -> ValidationResult:
@@ -455,7 +464,7 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
               critical=True)
     elif is_list and not records:
         what = f"the items selector {blueprint.items!r} matched nothing" if blueprint.items else "an empty list"
-        p.add(errors.PARSE_ERROR, f"No items: {what}", critical=True)
+        p.add(errors.PARSE_ERROR, f"No items: {what}{_js_hint(blueprint, html)}", critical=True)
     else:
         for name, spec in fields.items():
             if spec.required:
