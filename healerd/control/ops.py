@@ -105,8 +105,24 @@ class ControlOps(DataOps):
             raise to_control_error(exc) from None
         except ControlError:
             raise
+        except sources.SourceNotFound as exc:
+            raise self._not_found(exc) from None
         except Exception as exc:
             raise to_control_error(exc) from None
+
+    def _not_found(self, exc: sources.SourceNotFound) -> ControlError:
+        """"no source named 'scors'", with the registered names closest to it: did you mean?"""
+        err = to_control_error(exc)
+        from healerd.core.names_near import closest
+
+        try:
+            near = closest(str(exc.name), sources.names_like(self.conn, str(exc.name)))
+        except Exception:   # the suggestion is a courtesy: the answer stands without it
+            near = []
+        if near:
+            err = ControlError(err.code, f"{err.message}; did you mean {' or '.join(repr(n) for n in near)}?",
+                               {**err.details, "did_you_mean": near})
+        return err
 
     def _write(self, method: Callable[Concatenate[Ledger, P], Any], /, *args: P.args, **kwargs: P.kwargs) -> Any:
         return self.daemon.registry.write(method, *args, **kwargs)
@@ -125,7 +141,11 @@ class ControlOps(DataOps):
             out = sources.status_one(self.conn, name)
             src = sources.get(self.conn, name)
             out["events"] = sources.events(self.conn, name, limit=20)
-            out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
+            from healerd.core.routing import fitting_options
+
+            # Only the options the daemon would accept in the source's state and of its origin.
+            out["deferred_report"] = fitting_options(json.loads(src["deferred_report"]) if src["deferred_report"]
+                                                     else None, out["state"], src["origin"] == "sources_dir")
             out["metrics"] = fixes.metrics(self.conn, name)
             _, bp = versions.production(self.conn, name)
             from healerd.core.blueprint_export import mask_blueprint
@@ -257,12 +277,19 @@ class ControlOps(DataOps):
         # `limit` counts scrapes; each scrape's data comes whole (a listing is never cut).
         return records.latest(self.conn, name, min(limit, 100_000))
 
-    def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
+    def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None, since: float | None = None):
+        """The alert log after `after_id`, oldest first: only `source`'s, only those raised at or
+        after `since` (Unix seconds) when given."""
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ControlError("bad_request", "limit must be a whole number >= 1")
         if not isinstance(after_id, int) or isinstance(after_id, bool) or after_id < 0:
             raise ControlError("bad_request", "after_id must be a whole number >= 0")
-        return alerts_store.since(self.conn, after_id, min(limit, 10_000), source)
+        if source is not None:
+            check_name(source)
+        if since is not None and _finite_seconds(since) is None:
+            raise ControlError("bad_request", "since must be a number of seconds since the epoch")
+        return alerts_store.since(self.conn, after_id, min(limit, 10_000), source,
+                                  None if since is None else float(since))
 
     # -- writing -------------------------------------------------------------------------
     def op_add(self, name: str, blueprint: dict, url: str | None = None, wait: bool = True):

@@ -495,7 +495,8 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
             ((html() if callable(html) else html) or "")
         reason, strong = block_strength(page, status, headers)
         if reason and (strong or p.items):
-            p.items.insert(0, (errors.BLOCKED, f"Blocked: {reason}", None))
+            # The error type already says BLOCKED: the message is the reason alone ("BLOCKED: login wall").
+            p.items.insert(0, (errors.BLOCKED, reason, None))
             p.critical = True
 
     kind = p.worst()

@@ -254,6 +254,8 @@ class ScrapeWrites(VersionWrites):
                               (json.dumps({"reason": breakers.NEVER_SCRAPED, "last_error": message,
                                            "options": [f"healerctl update {name} --blueprint FILE [--url URL]",
                                                        f"healerctl remove {name}"]}), name))
+        elif self._healable(o) and state == DEGRADED and fixes.guess_waiting(self.conn, name, o.fingerprint):
+            pass   # the best guess for this same failure waits for `healerctl approve`: no new attempt
         elif self._healable(o) and state == DEGRADED:
             tasks.enqueue(self.conn, tasks.FIX_SOURCE, name,
                           {"error_type": o.error_type, "error": message, "fingerprint": o.fingerprint,
