@@ -124,6 +124,7 @@ class Daemon:
         self._factories: dict[str, Callable[[], pykka.ActorRef]] = {}
         self.robots = None
         self.server = None
+        self.metrics_server = None   # [metrics] listen: healerd.adapters.metrics.MetricsServer
         self.ops = ControlOps(self)
         self._reload_lock = threading.Lock()
         self._reload_waiters: list[list] = []   # `healerctl reload` requests: [Event, result]
@@ -489,6 +490,7 @@ class Daemon:
     def _run(self) -> int:
         from healerd.adapters.fetch import TLSSetupError, tls_context
         from healerd.adapters.sandbox import log_confinement
+        from healerd.control import metrics_host
         from healerd.control.server import ControlServer
 
         try:
@@ -500,6 +502,13 @@ class Daemon:
             return EX_CONFIG
         log_confinement(log)   # once: the layers confining code parsers, or why they are refused
         self.prepare_database()
+        try:   # before the actors: every scrape is counted
+            self.metrics_server = metrics_host.start(self.config, str(self.db_path), self.registry)
+        except (OSError, metrics_host.MetricsUnavailable) as exc:
+            log.critical("[metrics] listen %s: %s; not starting (exit %d)", self.config.metrics.listen, exc, EX_CONFIG)
+            return EX_CONFIG
+        if self.metrics_server:
+            log.info("Prometheus metrics on %s/metrics", self.metrics_server.address)
         self.start_actors()
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
@@ -512,6 +521,8 @@ class Daemon:
             self.server.start()
         except Exception as exc:
             log.error("could not start: %s", exc)
+            if self.metrics_server:
+                self.metrics_server.stop()
             self.stop_actors(2.0)
             self.stop_workers()
             return 1
@@ -554,6 +565,8 @@ class Daemon:
         self._answer_reloads(ControlError("unavailable", "healerd is shutting down"))
         if self.server:
             self.server.stop(timeout=SOCKET_DRAIN_S)
+        if self.metrics_server:
+            self.metrics_server.stop()
         spent = time.time() - (self._stop_requested_at or time.time())
         self.stop_actors(max(1.0, SHUTDOWN_BUDGET_S - spent))
         self.stop_workers()
