@@ -54,6 +54,14 @@ class TryBlueprint:
     blueprint_json: str
 
 
+@dataclass(frozen=True)
+class FetchPage:
+    """Control plane -> Deployer (ask): the page at `url` as a source would fetch it (`healerctl
+    suggest`); {"html", "status"} or {"error"}. Stores nothing."""
+    url: str
+    via: str = "http"
+
+
 UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
 
 
@@ -77,6 +85,14 @@ class Deployer(ServiceActor):
                 return deploy_result("error", None, f"internal error while deploying: {exc}", conclusive=False)
         if isinstance(message, TryVersion):
             return self.try_version(message)
+        if isinstance(message, FetchPage):
+            try:
+                page = self.fetcher.fetch(message.url, via=message.via)
+            except FetchError as exc:
+                return {"error": f"{exc.error_type}: {exc.message}"}
+            except Exception as exc:   # an answer, never a stopped actor
+                return {"error": f"internal error: {exc}"}
+            return {"html": page.text, "status": page.status}
         if isinstance(message, TryBlueprint):
             try:
                 return self.try_blueprint(message)

@@ -1,5 +1,6 @@
 """healerctl's commands that write or try blueprints without registering anything: `export` (the
-production blueprint as a file to keep), `try` (one fetch, the records and the verdict).
+production blueprint as a file to keep), `try` (one fetch, the records and the verdict),
+`suggest` (a blueprint from example values).
 Registered on healerctl's group by `register(group)`."""
 
 from __future__ import annotations
@@ -83,7 +84,54 @@ def try_(ctx, blueprint_file, url, as_json, socket_path):
     raise CtlError(f"it would fail: {visible(str(r.get('error') or 'unknown reason'))}")
 
 
+def _example(value: str) -> tuple[str, str]:
+    name, sep, text = value.partition("=")
+    if not sep or not name.strip() or not text.strip():
+        raise click.BadParameter(f"expected FIELD=VALUE, got {value!r}", param_hint="--example")
+    return name.strip(), text
+
+
+@click.command()
+@click.argument("url")
+@click.option("--example", "examples", multiple=True, required=True, metavar="FIELD=VALUE",
+              help="A field of one record and its value as the page shows it (repeatable).")
+@click.option("--browser", is_flag=True, help='Render the page in a browser (the blueprint gets fetch = "browser").')
+@click.option("--json", "as_json", is_flag=True, help="Print the blueprint as JSON instead of TOML.")
+@socket_option
+@click.pass_context
+def suggest(ctx, url, examples, browser, as_json, socket_path):
+    """Write a blueprint from example values of one record on a page.
+
+    The healer's value finding locates each example on the page; the examples' places closest
+    together are the record; when it repeats (a listing) the blueprint reads every record, else
+    the single record. Prints TOML ready for `healerctl add` (or JSON), with how many records it
+    reads and the fields it could not place; exits 1, naming them, when the examples are
+    ambiguous or not on the page. Nothing is registered.
+    """
+    pairs = [_example(e) for e in examples]
+    names = [n for n, _ in pairs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise click.BadParameter(f"{twice[0]} is given twice", param_hint="--example")
+    args = {"url": url, "examples": dict(pairs), **({"fetch": "browser"} if browser else {})}
+    r = _call(ctx, socket_path, "suggest", args, timeout=RUN_TIMEOUT)
+    unplaced = list(r.get("unplaced") or [])
+    what = f"reads {r.get('records')} record(s)" + (" (a listing)" if r.get("listing") else " (a single record)")
+    if as_json:
+        click.echo(f"healerctl: {what}", err=True)
+        for name in unplaced:
+            click.echo(f"healerctl: {visible(name)}: could not be placed (not in the blueprint)", err=True)
+        _print_json(r["blueprint"])
+        return
+    from healerd.core.blueprint_export import to_toml
+
+    header = "\n".join([f"written by healerctl suggest: {what}",
+                        *(f"{n}: could not be placed (not in the blueprint)" for n in unplaced)])
+    click.echo(to_toml(r["blueprint"], header=visible(header, one_line=False)), nl=False)
+
+
 def register(group: click.Group) -> None:
     group.add_command(export)
     group.add_command(try_)
+    group.add_command(suggest)
 

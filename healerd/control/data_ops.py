@@ -72,6 +72,33 @@ class DataOps:
         check_browser_source(bp, self.daemon.config.browser)
         return self.daemon.registry.get("deployer").ask(TryBlueprint(bp.to_json()), timeout=180.0)
 
+    def op_suggest(self, url: str, examples: dict, fetch: str = "http"):
+        """A blueprint reading the record(s) the example values belong to on the page at `url`
+        (healerd.core.suggest); nothing is registered."""
+        from healerd.actors.deployer import FetchPage
+        from healerd.core.blueprint import check_url
+        from healerd.core.suggest import SuggestError, suggest
+
+        url = check_url(url)
+        if (not isinstance(examples, dict) or not examples
+                or not all(isinstance(k, str) and k.strip() and isinstance(v, str) and v.strip()
+                           for k, v in examples.items())):
+            raise ControlError("bad_request", "examples must be an object of field names to non-empty values")
+        if fetch not in ("http", "browser"):
+            raise ControlError("bad_request", "fetch must be \"http\" or \"browser\"")
+        got = self.daemon.registry.get("deployer").ask(FetchPage(url, fetch), timeout=180.0)
+        assert isinstance(got, dict)
+        if got.get("error"):
+            raise ControlError("refused", f"could not fetch {url}: {got['error']}")
+        try:
+            found = suggest(got["html"], examples, url=url)
+        except SuggestError as exc:
+            raise ControlError("refused", str(exc)) from None
+        out = found.to_dict()
+        if fetch == "browser":
+            out["blueprint"]["fetch"] = "browser"
+        return out
+
     def op_changes(self, name: str, limit: int = 20, all: bool = False):
         """Change sets between consecutive stored scrapes, newest first (only those with a change
         unless `all`)."""

@@ -132,3 +132,38 @@ def test_a_settings_edit_keeps_the_healed_selectors_and_an_unchanged_file_is_nev
     d.proc.send_signal(signal.SIGHUP)
     d.wait_for(lambda: d.ctl_json("status", "s")["url"].endswith("/other"), what="the new url")
     assert d.ctl_json("status", "s")["version"] == 1
+
+
+def test_suggest_writes_a_blueprint_from_one_rows_examples_that_add_accepts(site, daemon_factory, tmp_path):
+    site.page("/stats", listing_v1())
+    site.page("/one", '<html><head><title>Widget - Shop</title></head><body><nav>Shop</nav><div class="product">'
+                      '<h1 class="name">Widget</h1><p class="price">$1,299.00</p><p>In stock</p></div></body></html>')
+    d = daemon_factory().start()
+    r = d.ctl("suggest", site.url("/stats"), "--example", "name=Ada", "--example", "score=31")
+    assert r.returncode == 0, r.stderr
+    assert "reads 5 record(s) (a listing)" in r.stdout
+    bp = tomllib.loads(r.stdout)
+    assert bp["fields"]["score"]["type"] == "int" and "items" in bp
+    (tmp_path / "suggested.toml").write_text(r.stdout)
+    r = d.ctl("add", "suggested", "--blueprint", str(tmp_path / "suggested.toml"))
+    assert r.returncode == 0, r.stderr
+    assert d.ctl_json("records", "suggested")[0]["data"] == [
+        {"name": n, "score": s} for n, s in [("Ada", 31), ("Grace", 27), ("Linus", 24), ("Margaret", 22), ("Ken", 19)]]
+
+    r = d.ctl("suggest", site.url("/one"), "--example", "name=Widget", "--example", "price=$1,299.00", "--json")
+    assert r.returncode == 0, r.stderr
+    one = json.loads(r.stdout)
+    assert "items" not in one and one["fields"]["price"]["type"] == "float" and "a single record" in r.stderr
+    got = json.loads(d.ctl("try", "--blueprint", str(_write(tmp_path / "one.json", one)), "--json").stdout)
+    assert got["records"] == {"name": "Widget", "price": 1299.0}
+
+    r = d.ctl("suggest", site.url("/one"), "--example", "name=Gadget")
+    assert r.returncode == 1 and "none of the example values is on the page (name)" in r.stderr
+    r = d.ctl("suggest", site.url("/stats"), "--example", "name")
+    assert r.returncode == 2
+    assert [s["name"] for s in d.ctl_json("status")] == ["suggested"]   # suggest registered nothing
+
+
+def _write(path, data):
+    path.write_text(json.dumps(data))
+    return path
