@@ -500,6 +500,13 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
             p.critical = True
 
     kind = p.worst()
+    if (kind == errors.PARSE_ERROR and p.critical and not is_list and not any(
+            not _is_blank(extraction.raw.get(n) if isinstance(extraction.raw, dict) else None) for n in fields)):
+        # A single record with nothing read at all: on a page drawn by JavaScript, say so once.
+        hint = _js_hint(blueprint, html)
+        if hint and p.items and hint not in p.items[0][1]:
+            first = p.items[0]
+            p.items[0] = (first[0], first[1] + hint, first[2])
     messages = [m for _, m, _ in p.items]
     failed_fields = []
     for _, _, name in p.items:

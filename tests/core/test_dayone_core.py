@@ -79,3 +79,21 @@ def test_a_sources_file_change_is_told_by_value_and_settings_keep_the_selectors(
                                                                              "a": {"css": "span.a"}}})
     merged = with_settings(healed, every)
     assert merged.every == 7200 and merged.items == "div.row" and merged.fields["a"].css == "span.a"
+
+
+def test_no_items_or_an_empty_single_record_on_a_javascript_shell_hints_at_the_browser():
+    from selectolax.lexbor import LexborHTMLParser
+
+    from healerd.core.extract import extract
+    from healerd.core.validate import validate
+
+    shell = '<html><body><div id="root"></div><script src="/bundle.js"></script></body></html>'
+    plain = "<html><body><p>" + "nothing to see here, an ordinary page " * 20 + "</p></body></html>"
+    single = from_dict({"fields": {"price": {"css": "span.price"}}})
+    listing = from_dict({"items": "li.row", "fields": {"price": {"css": "span.price"}}})
+    browser = from_dict({"fetch": "browser", "items": "li.row", "fields": {"price": {"css": "span.price"}}})
+    for bp in (single, listing):
+        said = validate(extract(LexborHTMLParser(shell), bp), bp, html=shell).errors[0]
+        assert said.endswith('try fetch = "browser" in the blueprint'), said
+        assert "browser" not in validate(extract(LexborHTMLParser(plain), bp), bp, html=plain).errors[0]
+    assert "try fetch" not in validate(extract(LexborHTMLParser(shell), browser), browser, html=shell).errors[0]
