@@ -113,6 +113,11 @@ class AlertsSection:
 
 
 @dataclass(frozen=True)
+class MetricsSection:
+    listen: str = ""                      # "127.0.0.1:9464" or a unix socket path: Prometheus /metrics
+
+
+@dataclass(frozen=True)
 class Config:
     daemon: DaemonSection = field(default_factory=DaemonSection)
     fetch: FetchSection = field(default_factory=FetchSection)
@@ -120,6 +125,7 @@ class Config:
     healer: HealerSection = field(default_factory=HealerSection)
     alerts: AlertsSection = field(default_factory=AlertsSection)
     browser: BrowserSection = field(default_factory=BrowserSection)
+    metrics: MetricsSection = field(default_factory=MetricsSection)
     feeds: tuple[FeedSection, ...] = ()   # [[feeds]]: where each stored scrape is delivered
     notify: tuple[NotifySection, ...] = ()   # [[notify]]: alerts through Apprise (the apprise extra)
 
@@ -149,7 +155,7 @@ _DURATIONS = {
 }
 _SECTIONS = {"daemon": DaemonSection, "fetch": FetchSection, "doctor": DoctorSection,
              "healer": HealerSection, "alerts": AlertsSection,
-             "browser": BrowserSection}
+             "browser": BrowserSection, "metrics": MetricsSection}
 
 
 def _coerce(section: str, key: str, value: Any, default: Any) -> Any:
@@ -258,6 +264,13 @@ def _check(cfg: Config) -> None:
     _check_browser(cfg.browser)
     if cfg.alerts.webhook and not _is_http_url(cfg.alerts.webhook):
         raise ConfigError("[alerts] webhook: expected an http:// or https:// URL")
+    if cfg.metrics.listen:
+        from healerd.adapters.metrics import parse_listen
+
+        try:
+            parse_listen(cfg.metrics.listen)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def _check_healer(h: HealerSection) -> None:

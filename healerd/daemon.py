@@ -40,9 +40,10 @@ from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
 from healerd.core.blueprint import Blueprint, BlueprintError
+from healerd.core.blueprint_settings import SELECTORS, SETTINGS, file_change
 from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
-from healerd.store import sources, tasks
+from healerd.store import source_files, tasks
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db
 from healerd.store.db import db_path as make_db_path
 from healerd.store.ledger import Ledger
@@ -124,6 +125,7 @@ class Daemon:
         self._factories: dict[str, Callable[[], pykka.ActorRef]] = {}
         self.robots = None
         self.server = None
+        self.metrics_server = None   # [metrics] listen: healerd.adapters.metrics.MetricsServer
         self.ops = ControlOps(self)
         self._reload_lock = threading.Lock()
         self._reload_waiters: list[list] = []   # `healerctl reload` requests: [Event, result]
@@ -303,7 +305,7 @@ class Daemon:
         with self._reload_lock:
             conn = open_db(self.db_path)
             try:
-                known = sources.registered(conn)
+                known = source_files.registered(conn)
             finally:
                 conn.close()
             seen = set()
@@ -338,10 +340,16 @@ class Daemon:
                         if len(new) >= ADD_BATCH:
                             self._finish_batch(pending, file_of, out)
                             pending = self._start_batch(new)
-                    elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
-                        self.registry.write(Ledger.update_blueprint, name, bp)
-                        self.registry.tell("validator", ForgetHistory(name))
-                        out["changed"].append(name)
+                    elif known[name]["origin"] == "sources_dir":
+                        change = file_change(known[name]["loaded"], bp)
+                        if change == SETTINGS:
+                            # Only settings (every, headers, url, ...): production keeps its selectors.
+                            self.registry.write(Ledger.apply_file_settings, name, bp)
+                            out["changed"].append(name)
+                        elif change == SELECTORS:
+                            self.registry.write(Ledger.update_blueprint, name, bp)
+                            self.registry.tell("validator", ForgetHistory(name))
+                            out["changed"].append(name)
                 except Exception as exc:
                     out["errors"][file_name] = str(exc)
             self._finish_batch(pending, file_of, out)
@@ -484,6 +492,7 @@ class Daemon:
     def _run(self) -> int:
         from healerd.adapters.fetch import TLSSetupError, tls_context
         from healerd.adapters.sandbox import log_confinement
+        from healerd.control import metrics_host
         from healerd.control.server import ControlServer
 
         try:
@@ -495,6 +504,13 @@ class Daemon:
             return EX_CONFIG
         log_confinement(log)   # once: the layers confining code parsers, or why they are refused
         self.prepare_database()
+        try:   # before the actors: every scrape is counted
+            self.metrics_server = metrics_host.start(self.config, str(self.db_path), self.registry)
+        except (OSError, metrics_host.MetricsUnavailable) as exc:
+            log.critical("[metrics] listen %s: %s; not starting (exit %d)", self.config.metrics.listen, exc, EX_CONFIG)
+            return EX_CONFIG
+        if self.metrics_server:
+            log.info("Prometheus metrics on %s/metrics", self.metrics_server.address)
         self.start_actors()
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
@@ -507,6 +523,8 @@ class Daemon:
             self.server.start()
         except Exception as exc:
             log.error("could not start: %s", exc)
+            if self.metrics_server:
+                self.metrics_server.stop()
             self.stop_actors(2.0)
             self.stop_workers()
             return 1
@@ -549,6 +567,8 @@ class Daemon:
         self._answer_reloads(ControlError("unavailable", "healerd is shutting down"))
         if self.server:
             self.server.stop(timeout=SOCKET_DRAIN_S)
+        if self.metrics_server:
+            self.metrics_server.stop()
         spent = time.time() - (self._stop_requested_at or time.time())
         self.stop_actors(max(1.0, SHUTDOWN_BUDGET_S - spent))
         self.stop_workers()

@@ -219,6 +219,7 @@ class Alerter(pykka.ThreadingActor):
             "message": mask_text(a.message, secrets := self._source_secrets(a.source)),
             "details": mask_mapping(a.details or {}, secrets),
         }
+        self.registry.metrics.alert(a.event)
         self.fh.write(json_text(alert, default=str) + "\n")   # C1 characters escaped too, for whoever tails it
         self.fh.flush()
         # One write call: print() writes the text and the newline apart, and a log line from

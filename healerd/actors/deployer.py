@@ -47,6 +47,21 @@ class TryVersion:
     version: int
 
 
+@dataclass(frozen=True)
+class TryBlueprint:
+    """Control plane -> Deployer (ask): what would this blueprint read on its page now, and would
+    the scrape pass? Registers and stores nothing (`healerctl try`)."""
+    blueprint_json: str
+
+
+@dataclass(frozen=True)
+class FetchPage:
+    """Control plane -> Deployer (ask): the page at `url` as a source would fetch it (`healerctl
+    suggest`); {"html", "status"} or {"error"}. Stores nothing."""
+    url: str
+    via: str = "http"
+
+
 UNFETCHED = "could not fetch the live page to validate"   # a rejection that judged nothing
 
 
@@ -70,6 +85,20 @@ class Deployer(ServiceActor):
                 return deploy_result("error", None, f"internal error while deploying: {exc}", conclusive=False)
         if isinstance(message, TryVersion):
             return self.try_version(message)
+        if isinstance(message, FetchPage):
+            try:
+                page = self.fetcher.fetch(message.url, via=message.via)
+            except FetchError as exc:
+                return {"error": f"{exc.error_type}: {exc.message}"}
+            except Exception as exc:   # an answer, never a stopped actor
+                return {"error": f"internal error: {exc}"}
+            return {"html": page.text, "status": page.status}
+        if isinstance(message, TryBlueprint):
+            try:
+                return self.try_blueprint(message)
+            except Exception as exc:   # an answer, never a stopped actor
+                log.exception("trying a blueprint failed")
+                return {"ok": False, "records": None, "error": f"internal error: {exc}", "error_type": "INTERNAL"}
         return None
 
     def try_version(self, msg: TryVersion) -> dict:
@@ -97,6 +126,29 @@ class Deployer(ServiceActor):
         if result.passed:
             return {"passes": True, "reason": f"it reads the current page ({ex.item_count or 1} record(s))"}
         return {"passes": False, "reason": f"{result.error_type}: {'; '.join(result.errors[:3])}"}
+
+    def try_blueprint(self, msg: TryBlueprint) -> dict:
+        """{"ok", "records", "error", "error_type", "item_count", "warnings", "status"}: the blueprint's
+        page fetched (or rendered) once, read and validated as a first scrape would be."""
+        from healerd.core.validate import validate
+
+        bp = from_json(msg.blueprint_json)
+        try:
+            page = self.fetcher.fetch(bp.url, headers=bp.headers or None, cookies=bp.cookies or None,
+                                      via=bp.fetch, wait_for=bp.wait_for)
+        except FetchError as exc:
+            return {"ok": False, "records": None, "error": f"{exc.error_type}: {exc.message}",
+                    "error_type": exc.error_type, "item_count": None, "warnings": [], "status": None}
+        try:
+            ex = self.run_parser(bp, page.text, page_limits(self.config))
+        except Exception as exc:
+            return {"ok": False, "records": None, "error": f"its parser failed: {getattr(exc, 'reason', None) or exc}",
+                    "error_type": "PARSE_ERROR", "item_count": None, "warnings": [], "status": page.status}
+        result = validate(ex, bp, html=page.text, status=page.status)
+        return {"ok": result.passed, "records": ex.data,
+                "error": None if result.passed else f"{result.error_type}: {'; '.join(result.errors[:3])}",
+                "error_type": result.error_type, "item_count": result.item_count, "warnings": result.warnings,
+                "status": page.status}
 
     def _flagged(self, name: str, now: float) -> bool:
         src = sources.review_flags(self.conn, name)

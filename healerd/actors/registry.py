@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 import pykka
 
+from healerd.adapters.metrics import NO_METRICS, NoMetrics
+
 if TYPE_CHECKING:
     from healerd.store.ledger import Ledger
     from healerd.store.outcomes import Effects
@@ -34,6 +36,7 @@ class ActorRegistry:
         self._rr = itertools.count()
         self.browser = None   # the daemon's healerd.adapters.browser.BrowserPool, shared by every actor's Fetcher
         self.trials = None    # the daemon's healerd.adapters.trials.Trials: untrusted selectors, in a worker
+        self.metrics: NoMetrics = NO_METRICS   # the daemon's healerd.adapters.metrics.Metrics with [metrics] listen
 
     def set(self, role: str, ref: pykka.ActorRef) -> None:
         with self._lock:

@@ -139,8 +139,27 @@ class StoreWriter(ServiceActor):
         if ended is not None:
             self._storage_recovered(ended)
 
+    def _measure(self, message: WriteJob, result: Effects) -> None:
+        """The metrics of a committed write: a scrape's outcome and time, a fix attempt, a recovery."""
+        metrics = self.registry.metrics
+        if not metrics.enabled:
+            return
+        if message.method is Ledger.record_scrape and message.args:
+            o = message.args[0]
+            outcome = "not_modified" if o.not_modified else ("ok" if o.ok else o.error_type)
+            metrics.scrape(outcome, o.finished_at - o.started_at if o.finished_at and o.started_at else None)
+        elif message.method is Ledger.record_fix:
+            metrics.fix_attempt(message.kwargs.get("strategy", ""), message.kwargs.get("outcome", ""))
+        for a in result.alerts:
+            if a["event"] == "RECOVERED" and isinstance((a["details"] or {}).get("recovery_s"), (int, float)):
+                metrics.recovered(float(a["details"]["recovery_s"]))
+
     def _done(self, message: WriteJob, result):
         if isinstance(result, Effects):
+            try:
+                self._measure(message, result)
+            except Exception as exc:   # a metric never costs a write its answer
+                log.warning("metrics: %s", exc)
             for a in result.alerts:
                 self.registry.tell("alerter", Alert(a["event"], a["source"], a["message"], a["level"],
                                                     a["details"], a["state"]))

@@ -152,6 +152,8 @@ def request_failure(exc: Exception, deadline: _Deadline, current: str, url: str)
         if deadline.expired():
             return _deadline_error(deadline, current, url, None)
         kind, message = classify_transport_error(exc, current)
+        if kind == errors.TIMEOUT:   # how long it waited: a person compares it with [fetch] timeout
+            message += f" (gave up after {deadline.elapsed():.1f}s)"
         return FetchError(kind, message, url=url)
     if isinstance(exc, (UnicodeEncodeError, TypeError)):   # headers/cookies httpx cannot send
         return FetchError(errors.HTTP_ERROR, f"cannot build the request to {mask_url(current)}: header and "

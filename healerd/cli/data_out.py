@@ -30,10 +30,12 @@ def _scrape_line(name: str, rec: dict) -> str:
     return visible(f"{rec.get('scraped_at')} {name} v{rec.get('version')}: {n} record(s)")
 
 
-def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: str | None) -> None:
-    """Print each scrape of `name` stored from now on, until Ctrl-C (polling twice a second)."""
-    first = _call(ctx, socket_path, "records_since", {"name": name})
-    cursor = {"after_id": int(first.get("last_id") or 0)}
+def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: str | None,
+                   backlog: int = 0) -> None:
+    """Print the newest `backlog` scrapes of `name` (oldest first), then each scrape stored from now
+    on, until Ctrl-C (polling twice a second). Every scrape is printed whole."""
+    first = _call(ctx, socket_path, "records_since", {"name": name, "backlog": backlog})
+    cursor = {"after_id": 0}
 
     def emit(r: dict) -> None:
         for rec in r.get("records") or []:
@@ -46,6 +48,7 @@ def follow_records(ctx: click.Context, name: str, as_json: bool, socket_path: st
                     click.echo(f"  {_compact(item)}")
         cursor["after_id"] = int(r.get("last_id") or cursor["after_id"])
 
+    emit(first)
     poll_follow(_socket(ctx, socket_path), "records_since", lambda: {"name": name, **cursor}, emit)
 
 
@@ -129,6 +132,9 @@ def feeds_section(ctx: click.Context, socket_path: str | None) -> None:
         _table(FEED_HEADERS, _feed_rows(r))
 
 
+TABLE_ITEMS = 20   # items of one scrape shown in the table (--json and --csv give them all)
+
+
 def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]]]:
     """Columns (field names, then scraped_at and version) and one row per item/record."""
     columns: list[str] = []
@@ -152,25 +158,28 @@ def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header: one row per item.")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="How many records to show (items of a listing count one each).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
+              help="How many scrapes to show (default 20; each scrape whole, a listing with all its items). "
+                   "With --follow: the newest N scrapes first (default none).")
 @click.option("--follow", "-f", is_flag=True, help="Print each new scrape as it lands (Ctrl-C stops).")
 @socket_option
 @click.pass_context
 def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
     """Show the records scraped from a source.
 
-    Newest first. A table by default; --json gives the records as stored, --csv one row per item
-    (columns: the blueprint's fields, scraped_at, version). --follow prints each scrape stored
-    from now on (with --json one JSON object per line).
+    Newest first; --limit counts scrapes, and a scrape is never cut (a listing comes with every
+    item). A table by default; --json gives the scrapes as stored, --csv one row per item
+    (columns: the blueprint's fields in its order, scraped_at, version). --follow prints each
+    scrape stored from now on (with --json one JSON object per line).
     """
     if as_json and as_csv:
         raise click.UsageError("--json and --csv cannot be used together")
     if follow:
         if as_csv:
             raise click.UsageError("--follow prints lines or, with --json, JSON objects; not CSV")
-        follow_records(ctx, name, as_json, socket_path)
+        follow_records(ctx, name, as_json, socket_path, backlog=limit or 0)
         return
+    limit = limit or 20
     r = _call(ctx, socket_path, "records", {"name": name, "limit": limit})
     if as_json:
         _print_json(r)
@@ -189,10 +198,18 @@ def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
     if not r:
         click.echo(f"no records for {name} yet")
         return
+    # A terminal gets at most TABLE_ITEMS items of each scrape, and a line saying how many more.
+    cut = [{**rec, "data": rec["data"][:TABLE_ITEMS]} if isinstance(rec.get("data"), list) else rec for rec in r]
+    hidden = sum(len(rec["data"]) - TABLE_ITEMS for rec in r
+                 if isinstance(rec.get("data"), list) and len(rec["data"]) > TABLE_ITEMS)
+    header, rows = _flatten_records(cut)
     shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
     _table([h.upper() for h in header], shown)
-    if len(rows) >= limit:
-        click.echo(f"… the newest {limit} record(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
+    if hidden:
+        click.echo(f"… {hidden} more item(s) not shown (the table shows {TABLE_ITEMS} per scrape); "
+                   f"`--json` or `--csv` gives every item")
+    if len(r) >= limit:
+        click.echo(f"… the newest {limit} scrape(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
 
 
 

@@ -153,21 +153,51 @@ def _last_id(alerts: list[dict], current: int) -> int:
     return max([current] + ids)
 
 
+def _since(value: str | None) -> float | None:
+    """--since: an ISO 8601 time (`2026-11-22T10:00:00Z`, a date) or a duration ago (`90m`, `2d`)."""
+    if value is None:
+        return None
+    from datetime import UTC, datetime
+
+    from healerd.core.timeutil import parse_duration
+
+    text = value.strip()
+    try:
+        return time.time() - parse_duration(text, "--since")
+    except ValueError:
+        pass
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"expected a time like 2026-11-22T10:00:00Z or a duration ago like 90m or 2d; "
+                                 f"got {text!r}", param_hint="--since") from None
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
 @click.command()
+@click.argument("name", required=False)
+@click.option("--since", "since", default=None, metavar="TIME",
+              help="Only alerts raised since TIME: ISO 8601 (2026-11-22T10:00:00Z) or a duration ago (90m, 2d).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new alerts as they arrive (Ctrl-C stops).")
 @json_option
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N alerts.")
 @socket_option
 @click.pass_context
-def alerts(ctx, follow, as_json, limit, socket_path):
-    """Show the alert log, or follow it.
+def alerts(ctx, name, since, follow, as_json, limit, socket_path):
+    """Show the alert log (one source's with NAME), or follow it.
 
-    One line per alert: TS LEVEL SOURCE EVENT MESSAGE. --follow tails it (polling twice a second) until Ctrl-C. --json prints a JSON
-    array, or with --follow one JSON object per line.
+    One line per alert: TS LEVEL SOURCE EVENT MESSAGE. --since keeps those raised since a time
+    or a duration ago. --follow tails it (polling twice a second) until Ctrl-C. --json prints a
+    JSON array, or with --follow one JSON object per line.
     """
     args: dict[str, Any] = {}
     if limit is not None:
         args["limit"] = limit
+    if name is not None:
+        args["source"] = name
+    since_ts = _since(since)
+    if since_ts is not None:
+        args["since"] = since_ts
     first = _call(ctx, socket_path, "alerts", args) or []
     if not follow:
         if as_json:
@@ -186,7 +216,8 @@ def alerts(ctx, follow, as_json, limit, socket_path):
     try:   # Ctrl-C may come while the alerts so far are still being printed
         _emit_alerts(first, as_json, True)
         sys.stdout.flush()
-        poll_follow(_socket(ctx, socket_path), "alerts", lambda: dict(cursor), emit)
+        poll_follow(_socket(ctx, socket_path), "alerts",
+                    lambda: {**cursor, **({"source": name} if name is not None else {})}, emit)
     except KeyboardInterrupt:
         return
 

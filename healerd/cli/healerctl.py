@@ -6,7 +6,8 @@ why); 2 usage error; 3 the daemon cannot be reached (the message names the socke
 This module is the group and the entry point (`healerctl = healerd.cli.healerctl:main`); the
 commands live by what they act on: `sources_cmds` (add, update, remove, pause, resume, run,
 status), `versions_cmds` (history, diff, rollback, approve, heal, unquarantine), `fleet_cmds`
-(ping, stats, alerts, reload, resume-healing, memory), `data_out` (records, changes, feeds);
+(ping, stats, alerts, reload, resume-healing, memory), `data_out` (records, changes, feeds),
+`blueprint_cmds` (export, try);
 `calls` talks to the daemon, `output` prints. Heavy modules (lexbor for blueprints) are
 imported only inside the commands that need them: `healerctl status NAME` starts fast.
 """
@@ -19,7 +20,7 @@ import sys
 import click
 
 from healerd import __version__
-from healerd.cli import data_out, fleet_cmds, sources_cmds, versions_cmds
+from healerd.cli import blueprint_cmds, data_out, fleet_cmds, sources_cmds, versions_cmds
 from healerd.cli.data_out import _flatten_records as _flatten_records
 
 
@@ -40,7 +41,7 @@ def cli(ctx: click.Context, socket_path: str | None, timeout: float | None) -> N
     ctx.obj = {"socket": socket_path, "timeout": timeout}
 
 
-for _commands in (sources_cmds, versions_cmds, fleet_cmds, data_out):
+for _commands in (sources_cmds, versions_cmds, fleet_cmds, data_out, blueprint_cmds):
     _commands.register(cli)
 
 

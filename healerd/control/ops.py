@@ -106,8 +106,24 @@ class ControlOps(DataOps):
             raise to_control_error(exc) from None
         except ControlError:
             raise
+        except sources.SourceNotFound as exc:
+            raise self._not_found(exc) from None
         except Exception as exc:
             raise to_control_error(exc) from None
+
+    def _not_found(self, exc: sources.SourceNotFound) -> ControlError:
+        """"no source named 'scors'", with the registered names closest to it: did you mean?"""
+        err = to_control_error(exc)
+        from healerd.core.names_near import closest
+
+        try:
+            near = closest(str(exc.name), sources.names_like(self.conn, str(exc.name)))
+        except Exception:   # the suggestion is a courtesy: the answer stands without it
+            near = []
+        if near:
+            err = ControlError(err.code, f"{err.message}; did you mean {' or '.join(repr(n) for n in near)}?",
+                               {**err.details, "did_you_mean": near})
+        return err
 
     def _write(self, method: Callable[Concatenate[Ledger, P], Any], /, *args: P.args, **kwargs: P.kwargs) -> Any:
         return self.daemon.registry.write(method, *args, **kwargs)
@@ -130,12 +146,17 @@ class ControlOps(DataOps):
             out = sources.status_one(self.conn, name)
             src = sources.get(self.conn, name)
             out["events"] = sources.events(self.conn, name, limit=20)
-            out["deferred_report"] = json.loads(src["deferred_report"]) if src["deferred_report"] else None
+            from healerd.core.routing import fitting_options
+
+            # Only the options the daemon would accept in the source's state and of its origin.
+            out["deferred_report"] = fitting_options(json.loads(src["deferred_report"]) if src["deferred_report"]
+                                                     else None, out["state"], src["origin"] == "sources_dir")
             out["metrics"] = fixes.metrics(self.conn, name)
             _, bp = versions.production(self.conn, name)
-            from healerd.core.sanitize import blueprint_secrets, mask_mapping
+            from healerd.core.blueprint_export import mask_blueprint
 
-            out["blueprint"] = mask_mapping(bp.to_dict(), blueprint_secrets(bp))
+            # Secret values masked, the structure never (a field called `code`, the `key`).
+            out["blueprint"] = mask_blueprint(bp.to_dict())
             out["every_s"] = src["every_s"]
             out["staged_versions"] = [v["version"] for v in versions.staged(self.conn, name)]
             return out
@@ -253,13 +274,19 @@ class ControlOps(DataOps):
     def op_records(self, name: str, limit: int = 20):
         check_name(name)
         sources.get(self.conn, name)
-        return records.newest(self.conn, name, min(whole(limit, "limit", 1), 100_000))
+        # `limit` counts scrapes; each scrape's data comes whole (a listing is never cut).
+        return records.latest(self.conn, name, min(whole(limit, "limit", 1), 100_000))
 
-    def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None):
+    def op_alerts(self, after_id: int = 0, limit: int = 200, source: str | None = None, since: float | None = None):
+        """The alert log after `after_id`, oldest first: only `source`'s, only those raised at or
+        after `since` (Unix seconds) when given."""
         limit, after_id = whole(limit, "limit", 1), whole(after_id, "after_id", 0)
         if source is not None:
             check_name(source)
-        return alerts_store.since(self.conn, after_id, min(limit, 10_000), source)
+        if since is not None and _finite_seconds(since) is None:
+            raise ControlError("bad_request", "since must be a number of seconds since the epoch")
+        return alerts_store.since(self.conn, after_id, min(limit, 10_000), source,
+                                  None if since is None else float(since))
 
     # -- writing -------------------------------------------------------------------------
     def op_add(self, name: str, blueprint: dict, url: str | None = None, wait: bool = True):

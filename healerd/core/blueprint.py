@@ -127,7 +127,8 @@ class Blueprint:
         return d
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        # The fields keep their order (the blueprint's): records and CSV columns come out in it.
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @cached_property
     def extraction_json(self) -> str:

@@ -29,6 +29,7 @@ from html import unescape
 from typing import Any
 from urllib.parse import urlsplit
 
+from healerd.core import errors
 from healerd.core.blueprint import Blueprint
 from healerd.core.candidate_headings import candidate_relabelled
 from healerd.core.confidence import LOW_CONFIDENCE
@@ -190,8 +191,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
     result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
                       status=status)
     if not result.passed:
-        return Verdict(REJECT, "fails validation on the live page: " + "; ".join(result.errors[:4]), result,
-                       list(result.errors))
+        said = ("Blocked: " if result.error_type == errors.BLOCKED else "") + "; ".join(result.errors[:4])
+        return Verdict(REJECT, "fails validation on the live page: " + said, result, list(result.errors))
     problems: list[str] = []
     data = candidate_ex.data
 

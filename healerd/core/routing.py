@@ -192,6 +192,27 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
     }
 
 
+def fitting_options(report: dict | None, state: str, from_file: bool) -> dict | None:
+    """The deferred report as shown now: no option that would be refused in the source's state
+    (`unquarantine` is for a QUARANTINED or DEAD source only), and for a source from the sources
+    directory the file to edit instead of `healerctl update` (which it refuses)."""
+    if not report or not isinstance(report.get("options"), list):
+        return report
+    options = []
+    for opt in report["options"]:
+        text = str(opt)
+        if "healerctl unquarantine" in text and state not in ("QUARANTINED", "DEAD"):
+            continue
+        if from_file and "healerctl update" in text:
+            name = report.get("source") or "NAME"
+            text = (f"fix the blueprint in its file in the sources directory ({name}.toml or {name}.json), "
+                    f"then `healerctl reload`" + (" (the blueprint below shows the change)"
+                                                 if report.get("blueprint_toml") else ""))
+        if text not in options:
+            options.append(text)
+    return {**report, "options": options}
+
+
 PROPOSAL_RECORDS = 3   # records of a listing shown beside the last good ones
 
 

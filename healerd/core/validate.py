@@ -439,6 +439,15 @@ def gave_expected_records(p: _Problems, records: list, is_list: bool, band: tupl
     return len(records) >= max(EXPECTED_MIN_ITEMS, band[0] if band else 0)
 
 
+def _js_hint(blueprint: Blueprint, html: str | Callable[[], str | None] | None) -> str:
+    """"; <hint>" when an HTTP-fetched page that gave nothing looks drawn by JavaScript, else ""."""
+    if blueprint.fetch != "http" or html is None:
+        return ""
+    from healerd.core.js_page import HINT, script_rendered
+
+    return f"; {HINT}" if script_rendered(html() if callable(html) else html) else ""
+
+
 def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: list[int] | None = None,
              last_good: dict | list | None = None, html: str | Callable[[], str | None] | None = None,
              status: int = 200, headers: dict | None = None) -> ValidationResult:
@@ -455,7 +464,7 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
               critical=True)
     elif is_list and not records:
         what = f"the items selector {blueprint.items!r} matched nothing" if blueprint.items else "an empty list"
-        p.add(errors.PARSE_ERROR, f"No items: {what}", critical=True)
+        p.add(errors.PARSE_ERROR, f"No items: {what}{_js_hint(blueprint, html)}", critical=True)
     else:
         for name, spec in fields.items():
             if spec.required:
@@ -486,10 +495,18 @@ def validate(extraction: Extraction, blueprint: Blueprint, *, recent_counts: lis
             ((html() if callable(html) else html) or "")
         reason, strong = block_strength(page, status, headers)
         if reason and (strong or p.items):
-            p.items.insert(0, (errors.BLOCKED, f"Blocked: {reason}", None))
+            # The error type already says BLOCKED: the message is the reason alone ("BLOCKED: login wall").
+            p.items.insert(0, (errors.BLOCKED, reason, None))
             p.critical = True
 
     kind = p.worst()
+    if (kind == errors.PARSE_ERROR and p.critical and not is_list and not any(
+            not _is_blank(extraction.raw.get(n) if isinstance(extraction.raw, dict) else None) for n in fields)):
+        # A single record with nothing read at all: on a page drawn by JavaScript, say so once.
+        hint = _js_hint(blueprint, html)
+        if hint and p.items and hint not in p.items[0][1]:
+            first = p.items[0]
+            p.items[0] = (first[0], first[1] + hint, first[2])
     messages = [m for _, m, _ in p.items]
     failed_fields = []
     for _, _, name in p.items:

@@ -55,6 +55,7 @@ class Narrator:
         self.seen: list[tuple[str, str | None]] = []   # (event, source) of every alert shown
         self.t0 = time.time()
         self.blueprint_file = Path(tempfile.gettempdir()) / "stats.toml"   # set by run_demo to its state dir
+        self.keeps_files = True   # False when run_demo removes its directory at the end
 
     def _c(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
@@ -166,9 +167,11 @@ def story(n: Narrator, site: DemoSite) -> None:
     n.say(f"     last error: {report.get('last_error', '-')}")
     for opt in report.get("options", [])[:3]:
         n.say(f"     option: {opt}")
-    if report.get("blueprint_toml"):
+    if report.get("blueprint_toml") and n.keeps_files:
         n.blueprint_file.write_text(report["blueprint_toml"])
         n.say(f"     (the demo saved that blueprint as {n.blueprint_file})")
+    elif report.get("blueprint_toml"):   # its directory is removed at the end: say how to keep it
+        n.say("     (with --state-dir DIR the demo saves that blueprint as DIR/stats.toml)")
 
     n.step(6, "Meanwhile the article never broke.")
     n.say("   article   " + _records_line(n.call("records", name="article", limit=1000)[0]))
@@ -236,6 +239,7 @@ def run_demo(state_dir: str | None = None, port: int = 0, keep_running: bool = F
                                  str(state), "--socket", sock], cwd=str(base), env=env, stdout=log, stderr=log)
     narrator = Narrator(sock)
     narrator.blueprint_file = base / "stats.toml"
+    narrator.keeps_files = state_dir is not None or keep_running   # else the directory goes at the end
     code = 0
     # SIGTERM ends the demo like Ctrl-C does, so the daemon child is stopped rather than orphaned
     previous_term = signal.signal(signal.SIGTERM, _interrupt)

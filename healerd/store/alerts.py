@@ -20,13 +20,18 @@ def insert(conn: apsw.Connection, alert: dict, ts: float) -> int:
     return rowid
 
 
-def since(conn: apsw.Connection, after_id: int = 0, limit: int = 200, source: str | None = None) -> list[dict]:
-    """Alerts with id > after_id, oldest first (the last `limit` of them when after_id is 0)."""
+def since(conn: apsw.Connection, after_id: int = 0, limit: int = 200, source: str | None = None,
+          since_ts: float | None = None) -> list[dict]:
+    """Alerts with id > after_id (and, with `since_ts`, raised at or after it), oldest first (the
+    last `limit` of them when after_id is 0); only `source`'s with `source`."""
     where = "WHERE id > ?"
     params: list[Any] = [after_id]
     if source:
         where += " AND source = ?"
         params.append(source)
+    if since_ts is not None:
+        where += " AND ts >= ?"
+        params.append(since_ts)
     if after_id:
         sql = f"SELECT * FROM alerts {where} ORDER BY id LIMIT ?"
     else:

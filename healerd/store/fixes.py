@@ -136,3 +136,14 @@ def metrics(conn: apsw.Connection, name: str | None = None) -> dict:
         "fix_success_rate": fix_success_rate(ok, failures + false_pos),
         "median_recovery_s": round(statistics.median(recov), 3) if recov else None,
     }
+
+
+def guess_waiting(conn: apsw.Connection, name: str, fingerprint: str | None) -> int | None:
+    """The staged version a person has to approve, when the source's newest fix attempt staged it
+    for the same failure (`fingerprint`) as now: the Doctor would only decline again, so it waits
+    (a new failure, a changed page, or `healerctl heal` runs it again)."""
+    if not fingerprint:
+        return None
+    return scalar(conn, "SELECT f.version FROM fix_history f JOIN parser_versions v ON v.source_name = f.source_name "
+                        "AND v.version = f.version WHERE f.fix_id = (SELECT max(fix_id) FROM fix_history WHERE "
+                        "source_name = ?) AND v.status = 'staging' AND f.fingerprint = ?", (name, fingerprint))

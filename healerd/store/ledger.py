@@ -60,6 +60,13 @@ class Ledger(ScrapeWrites, FixWrites):
         sources.update_blueprint(self.conn, name, bp, now=self.clock())
         return Effects(result=sources.status_one(self.conn, name, now=self.clock()))
 
+    def apply_file_settings(self, name: str, bp: Blueprint) -> Effects:
+        """A sources file whose settings alone changed: they apply to every version, selectors kept."""
+        from healerd.store.source_files import apply_settings
+
+        changed = apply_settings(self.conn, name, bp, now=self.clock())
+        return Effects(result={"name": name, "settings": changed})
+
     def replace_blueprint(self, name: str, bp: Blueprint) -> Effects:
         """`healerctl update`: a person's new blueprint, promoted as a `human` version; a fresh attempt budget;
         a quarantined or dead source back to DEGRADED; scraped at once (the caller waits for that scrape)."""

@@ -121,13 +121,13 @@ def took_turns(conn: apsw.Connection, name: str, a: int, b: int) -> bool:
 
 
 def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
-    """Automatic rollbacks and merges for `healerctl history`: a `version` entry each, at the
-    time the version came (back) into production, with `event` saying which."""
+    """Rollbacks, merges and approvals for `healerctl history`: a `version` entry each, at the
+    time the version came (back) into production, with `event` saying which and `by` who."""
     from healerd.core.timeutil import iso
     from healerd.store.sources import audit_entries
 
     out = []
-    events = audit_entries(conn, name, ("rollback", "manual_rollback", "merge"))   # since the newest registration
+    events = audit_entries(conn, name, ("rollback", "manual_rollback", "merge", "approve"))   # since the newest registration
     for ev in events:
         promoted = row(conn, "SELECT version, origin, status FROM parser_versions WHERE source_name = ? "
                              "AND promoted_at <= ? ORDER BY promoted_at DESC, version DESC LIMIT 1", (name, ev["at"]))
@@ -136,5 +136,6 @@ def history_entries(conn: apsw.Connection, name: str) -> list[dict]:
         out.append({"kind": "version", "at": iso(ev["at"]), "_t": ev["at"], "version": promoted["version"],
                     "origin": promoted["origin"], "status": promoted["status"],
                     "event": "rollback" if ev["trigger"] == "manual_rollback" else ev["trigger"],
-                    "by": "person" if ev["trigger"] == "manual_rollback" else "daemon", "note": ev["reason"]})
+                    "by": "person" if ev["trigger"] in ("manual_rollback", "approve") else "daemon",
+                    "note": ev["reason"]})
     return out

@@ -48,6 +48,8 @@ def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: in
 
 
 def latest(conn: apsw.Connection, name: str, limit: int = 20) -> list[dict]:
+    """The newest `limit` scrapes, newest first, each whole: `limit` counts scrapes, and a scrape's
+    `data` (one record, or a listing's every item) is never cut."""
     return [
         {"scraped_at": iso(r["scraped_at"]), "version": r["version"], "data": json.loads(r["data"])}
         for r in rows(conn, "SELECT scraped_at, version, data FROM records WHERE source_name = ? ORDER BY id DESC LIMIT ?",
@@ -55,25 +57,16 @@ def latest(conn: apsw.Connection, name: str, limit: int = 20) -> list[dict]:
     ]
 
 
-def newest(conn: apsw.Connection, name: str, limit: int = 20) -> list[dict]:
-    """The newest `limit` records, newest first: a listing's items count one each (a scrape's list is
-    cut to what is left of the limit), in the same shape as `latest`."""
-    out: list[dict] = []
-    left = limit
-    for r in rows(conn, "SELECT scraped_at, version, data FROM records WHERE source_name = ? ORDER BY id DESC",
-                  (name,)):
-        data = json.loads(r["data"])
-        if isinstance(data, list):
-            if not data:
-                continue
-            data = data[:left]
-            left -= len(data)
-        else:
-            left -= 1
-        out.append({"scraped_at": iso(r["scraped_at"]), "version": r["version"], "data": data})
-        if left <= 0:
-            break
-    return out
+def newest_ids(conn: apsw.Connection, name: str, limit: int) -> list[dict]:
+    """The newest `limit` scrapes, oldest of them first, each with its id (the backlog
+    `records NAME --follow --limit N` prints before following)."""
+    got = [
+        {"id": r["id"], "scraped_at": iso(r["scraped_at"]), "version": r["version"], "data": json.loads(r["data"])}
+        for r in rows(conn, "SELECT id, scraped_at, version, data FROM records WHERE source_name = ? "
+                            "ORDER BY id DESC LIMIT ?", (name, limit))
+    ]
+    got.reverse()
+    return got
 
 
 def count(conn: apsw.Connection, name: str) -> int:

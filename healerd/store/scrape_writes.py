@@ -173,7 +173,8 @@ class ScrapeWrites(VersionWrites):
             self.conn.execute("UPDATE sources SET url = ? WHERE name = ?", (o.permanent_redirect, name))
         if self.state_of(name, src) == DEGRADED:
             self.fire(name, "recover", "scrape passed validation")
-            fx.alert("RECOVERED", name, "scrape passes validation again", level="info", state=ACTIVE)
+            fx.alert("RECOVERED", name, "scrape passes validation again", level="info", state=ACTIVE,
+                     details={"recovery_s": round(now - src["failing_since"], 3)} if src["failing_since"] else None)
             # A FIX task queued for this episode is no longer needed.
             self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
                               "error_message = 'source recovered before the fix ran' "
@@ -254,6 +255,8 @@ class ScrapeWrites(VersionWrites):
                               (json.dumps({"reason": breakers.NEVER_SCRAPED, "last_error": message,
                                            "options": [f"healerctl update {name} --blueprint FILE [--url URL]",
                                                        f"healerctl remove {name}"]}), name))
+        elif self._healable(o) and state == DEGRADED and fixes.guess_waiting(self.conn, name, o.fingerprint):
+            pass   # the best guess for this same failure waits for `healerctl approve`: no new attempt
         elif self._healable(o) and state == DEGRADED:
             tasks.enqueue(self.conn, tasks.FIX_SOURCE, name,
                           {"error_type": o.error_type, "error": message, "fingerprint": o.fingerprint,

@@ -348,3 +348,10 @@ def current_version(conn: apsw.Connection, name: str) -> int | None:
     """The production version's number, or None without such a source."""
     found = row(conn, "SELECT current_version FROM sources WHERE name = ?", (name,))
     return found["current_version"] if found else None
+
+
+def names_like(conn: apsw.Connection, name: str, spread: int = 3) -> list[str]:
+    """The registered names whose length is within `spread` of `name`'s: where a mistyped name's
+    intended one is (`healerctl status scors`: did you mean 'scores'?)."""
+    return [r["name"] for r in rows(conn, "SELECT name FROM sources WHERE length(name) BETWEEN ? AND ?",
+                                    (len(name) - spread, len(name) + spread))]

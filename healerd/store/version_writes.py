@@ -112,6 +112,10 @@ class VersionWrites(HealthWrites):
             if v["status"] != "staging":
                 raise versions.VersionNotFound(f"version {version} of {name!r} is {v['status']}, not staged")
             fx = self.promote(name, version, by=versions.PERSON)
+            # Audited: history shows the version with `"event": "approve", "by": "person"`, and the
+            # lifecycle an `approve` event; the origin stays what built it.
+            sources.audit(self.conn, name, "approve",
+                          f"a person approved version {version} (made by {v['origin']})", self.clock())
             self.conn.execute("UPDATE source_health SET flagged_for_review = 0 WHERE source_name = ?", (name,))
             self.conn.execute("UPDATE sources SET review_approved_until = ? WHERE name = ?",
                               (self.clock() + self.config.doctor.review_window, name))

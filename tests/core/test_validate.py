@@ -262,7 +262,7 @@ def test_challenge_page_is_blocked_even_with_no_other_problem():
     bp = from_dict({"fields": {"title": {"css": "title"}}})
     r = run(CHALLENGE, bp)
     assert r.error_type == errors.BLOCKED and r.critical and r.score == 0.0
-    assert r.errors[0].startswith("Blocked: bot challenge: Cloudflare")
+    assert r.errors[0].startswith("bot challenge: Cloudflare") and r.error_type == "BLOCKED"
 
 
 def test_blocked_beats_parse_error():

@@ -292,15 +292,15 @@ def test_messages_for_a_person(site, daemon_factory, tmp_path):
     huge = d.ctl_json("run", "huge")
     assert huge["error_type"] == "TOO_LARGE" and "max_bytes" in huge["error"], huge
 
-    # records --limit counts records (a listing's items), not scrapes
+    # records --limit counts scrapes, each whole (a listing with all its items)
     for _ in range(2):
         assert d.ctl("run", "stats").returncode == 0
-    recs = d.ctl_json("records", "stats", "--limit", "3")
-    assert sum(len(r["data"]) for r in recs) == 3
-    table = d.ctl("records", "stats", "--limit", "3")
-    assert len(table.stdout.strip().splitlines()) == 1 + 3 + 1   # header, 3 records, the note
-    csv_out = d.ctl("records", "stats", "--limit", "7", "--csv")
-    assert len(csv_out.stdout.strip().splitlines()) == 1 + 7
+    recs = d.ctl_json("records", "stats", "--limit", "1")
+    assert len(recs) == 1 and len(recs[0]["data"]) == 5
+    table = d.ctl("records", "stats", "--limit", "2")
+    assert len(table.stdout.strip().splitlines()) == 1 + 10 + 1   # header, 2 scrapes of 5, the note
+    csv_out = d.ctl("records", "stats", "--limit", "1", "--csv")
+    assert len(csv_out.stdout.strip().splitlines()) == 1 + 5
 
     # after one failed attempt of three, nobody is told healing gave up
     site.page("/stats", listing_no_score())
@@ -312,13 +312,15 @@ def test_messages_for_a_person(site, daemon_factory, tmp_path):
     assert detail.returncode == 0 and "gave up" not in detail.stdout
     assert d.ctl_json("status", "stats")["state"] == "DEGRADED"
 
-    # a page of 3,000 items does not print 3,000 lines: the newest 20 records and a note
+    # a page of 3,000 items does not print 3,000 lines in the table: 20 items of it and a note
     rows = "".join(f"<tr class=player><td class=name>P{i}<td class=score>{i}" for i in range(3000))
     site.page("/stats", f'<html><body><table class="stats">{rows}</table></body></html>')
     assert d.ctl("update", "stats", "--blueprint", str(tmp_path / "stats.json")).returncode == 0
-    table = d.ctl("records", "stats")
+    table = d.ctl("records", "stats", "--limit", "1")
     lines = table.stdout.strip().splitlines()
-    assert table.returncode == 0 and len(lines) == 1 + 20 + 1 and "--limit N" in lines[-1]
+    assert table.returncode == 0 and len(lines) == 1 + 20 + 2 and "2980 more item(s) not shown" in lines[-2]
+    assert "--limit N" in lines[-1]
+    assert len(d.ctl_json("records", "stats", "--limit", "1")[0]["data"]) == 3000
     assert "SQLITE_SCHEMA" not in d.log()
     json.loads(d.ctl("status", "--json").stdout)
 

@@ -1,0 +1,92 @@
+"""The example outputs docs/REFERENCE.md shows are what healerctl prints: each `console` block's
+command is run against the real daemon and its output matched, and each "Prints `...`" line of
+a command section is matched against the command's output. In a documented line, `…` and
+`(...)` stand for any text, numbers for any number, and NAME for the source's name; the rest
+must be there as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from tests.support.paths import ROOT
+from tests.support.reference_doc import section
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2
+
+REFERENCE = (ROOT / "docs" / "REFERENCE.md").read_text()
+
+
+def pattern(doc_line: str, name: str) -> re.Pattern:
+    """A documented output line as a regex (see the module's note)."""
+    out = []
+    for piece in re.split(r"(…|\(\.\.\.\)|\d+(?:\.\d+)?|NAME|http://127\.0\.0\.1:8080)", doc_line):
+        if piece in ("…", "(...)"):
+            out.append(r".+?" if piece == "…" else r"\(.+\)")
+        elif piece == "NAME":
+            out.append(re.escape(name))
+        elif piece == "http://127.0.0.1:8080":
+            out.append(r"http://127\.0\.0\.1:\d+")
+        elif re.fullmatch(r"\d+(?:\.\d+)?", piece or "-"):
+            out.append(r"\d+(?:\.\d+)?")
+        else:
+            out.append(re.escape(piece))
+    return re.compile("^" + "".join(out) + "$")
+
+
+def console_examples(heading: str) -> list[tuple[list[str], list[str]]]:
+    """(the healerctl arguments, the output lines) of each console block under `heading`."""
+    out = []
+    for block in re.findall(r"```console\n(.*?)```", section(REFERENCE, heading), re.S):
+        lines = block.rstrip("\n").splitlines()
+        assert lines[0].startswith("$ healerctl "), lines[0]
+        out.append((shlex.split(lines[0][len("$ healerctl "):]), lines[1:]))
+    return out
+
+
+def prints(heading: str) -> list[str]:
+    """The "Prints `...`" lines of a command's section."""
+    return re.findall(r"Prints\s+`([^`]+)`", section(REFERENCE, heading).replace("\n", " "))
+
+
+def matches(doc_lines: list[str], got: str, name: str) -> None:
+    lines = [x for x in got.splitlines() if x.strip()]
+    assert len(lines) == len(doc_lines), f"documented:\n{doc_lines}\nprinted:\n{lines}"
+    for doc, line in zip(doc_lines, lines):
+        assert pattern(doc, name).match(line), f"documented {doc!r}\nprinted    {line!r}"
+
+
+def test_the_documented_outputs_are_what_healerctl_prints(site, daemon_factory, tmp_path):
+    site.page("/shop", listing_v1())
+    d = daemon_factory().start()
+    here = d.tmp   # healerctl runs there: the documented relative file names
+    (here / "bad.toml").write_text('url = "http://127.0.0.1:9/x"\n[fields.price]\ncss = "td..price"\n')
+    (here / "shop.toml").write_text(f'url = "{site.url("/shop")}"\nevery = "15m"\nitems = "{LISTING_BP["items"]}"\n'
+                                    '[fields.name]\ncss = "td.name"\n[fields.score]\ncss = "td.score"\ntype = "int"\n')
+
+    (bad, bad_out), (good, good_out) = console_examples("### healerctl add")
+    r = d.ctl(*bad)
+    assert r.returncode == 1
+    matches(bad_out, r.stderr, "shop")
+    r = d.ctl(*good)
+    assert r.returncode == 0, r.stderr
+    matches(good_out, r.stdout, "shop")
+
+    [paused] = prints("### healerctl pause")
+    matches([paused], d.ctl("pause", "shop").stdout, "shop")
+    [resumed] = prints("### healerctl resume")
+    matches([resumed], d.ctl("resume", "shop").stdout, "shop")
+
+    # rollback: a heal makes version 2; version 1 fails the redesigned page and is refused as shown
+    site.page("/shop", listing_v2())
+    d.ctl("run", "shop")
+    d.wait_for(lambda: d.ctl_json("status", "shop")["version"] == 2 and d.ctl_json("status", "shop")["state"] == "ACTIVE",
+               what="the heal")
+    [(args, out)] = console_examples("### healerctl rollback")
+    r = d.ctl(*[a if a != "2" else "1" for a in args])
+    assert r.returncode == 1
+    matches(out, r.stderr, "shop")
+
+    [removed] = prints("### healerctl remove")
+    matches([removed], d.ctl("remove", "shop").stdout, "shop")
+    [resumed_healing] = prints("### healerctl resume-healing")
+    matches([resumed_healing], d.ctl("resume-healing").stdout, "shop")
