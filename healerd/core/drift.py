@@ -99,8 +99,14 @@ def item_shape(node: LexborNode) -> str:
             kids = _children(n)
             if kids:
                 out.append("(")
-                for c in kids:
-                    walk(c, depth + 1)
+                if depth + 1 < _SHAPE_DEPTH:
+                    for c in kids:
+                        walk(c, depth + 1)
+                else:   # the last level, inline: its nodes' children are not read
+                    for c in kids:
+                        if len(out) >= _SHAPE_TOKENS:
+                            break
+                        out.append(_token(c))
                 out.append(")")
 
     walk(node, 1)
