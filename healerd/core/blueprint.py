@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from functools import cached_property, lru_cache
 from typing import Any
 from urllib.parse import urlsplit
+
+# tomli is the parser Python's tomllib is a copy of, the same rules and messages; its wheels are
+# compiled (mypyc): ~3x faster, which counts with a sources_dir of many thousand TOML files.
+import tomli
 
 from healerd.core.errors import HealerdError
 from healerd.core.terminal import escaped
@@ -364,8 +367,8 @@ def parse_text(text: str, fmt: str | None = None, url: str | None = None, requir
     if fmt is None:
         fmt = "json" if text.lstrip().startswith("{") else "toml"
     try:
-        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = json.loads(text) if fmt == "json" else tomli.loads(text)
+    except (json.JSONDecodeError, tomli.TOMLDecodeError) as exc:
         raise BlueprintError("", f"the blueprint is not valid {fmt.upper()}: {exc}") from None
     return from_dict(data, url=url, require_url=require_url)
 
