@@ -38,13 +38,14 @@ from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
 from healerd.control.protocol import ControlError
-from healerd.core.blueprint import Blueprint, BlueprintError, load_file
+from healerd.core.blueprint import Blueprint, BlueprintError, read_file
 from healerd.core.errors import HealerdError
 from healerd.private import UnsafePath, secure_daemon_paths
 from healerd.store import sources, tasks
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db
 from healerd.store.db import db_path as make_db_path
 from healerd.store.ledger import Ledger
+from healerd.store.parsed_files import ParsedFiles
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
@@ -92,6 +93,7 @@ WORKERS_READY_S = 30.0       # "ready" waits this long at most for the extractio
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
 ADD_BATCH = 1000             # sources registered per transaction when a sources_dir is loaded
+BROWSER_FETCH = '"fetch":"browser"'   # in a blueprint's JSON (Blueprint.to_json): only such a one needs a browser
 EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting cannot help (RestartPreventExitStatus=78)
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
@@ -319,31 +321,39 @@ class Daemon:
                 log.error("sources_dir %s does not exist (or is not a directory)", folder)
                 return out   # nothing is removed because a directory went missing
             pending: PendingBatch | None = None   # the batch the writer registers while the next is read
-            for file_name in files:
-                name = os.path.splitext(file_name)[0]
-                seen.add(name)
-                try:
-                    bp = load_file(os.path.join(folder, file_name), require_url=True)
-                    check_browser_source(bp, self.config.browser)
-                except BlueprintError as exc:
-                    out["errors"][file_name] = str(exc)
-                    log.error("sources_dir: %s: %s", file_name, exc)
-                    continue
-                try:
-                    if name not in known:
-                        new.append((name, bp))
-                        file_of[name] = file_name
-                        if len(new) >= ADD_BATCH:
-                            self._finish_batch(pending, file_of, out)
-                            pending = self._start_batch(new)
-                    elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != bp.to_json():
-                        self.registry.write(Ledger.update_blueprint, name, bp)
-                        self.registry.tell("validator", ForgetHistory(name))
-                        out["changed"].append(name)
-                except Exception as exc:
-                    out["errors"][file_name] = str(exc)
-            self._finish_batch(pending, file_of, out)
-            self._finish_batch(self._start_batch(new), file_of, out)
+            parsed = ParsedFiles(self.state_dir)   # a file whose bytes did not change is not parsed again
+            try:
+                for file_name in files:
+                    name = os.path.splitext(file_name)[0]
+                    seen.add(name)
+                    try:
+                        path = os.path.join(folder, file_name)
+                        text, bp = parsed.blueprint_json(file_name, path, read_file(path))
+                        if bp is not None or BROWSER_FETCH in text:
+                            bp = parsed.blueprint(text, bp)
+                            check_browser_source(bp, self.config.browser)
+                    except BlueprintError as exc:
+                        out["errors"][file_name] = str(exc)
+                        log.error("sources_dir: %s: %s", file_name, exc)
+                        continue
+                    try:
+                        if name not in known:
+                            new.append((name, parsed.blueprint(text, bp)))
+                            file_of[name] = file_name
+                            if len(new) >= ADD_BATCH:
+                                self._finish_batch(pending, file_of, out)
+                                pending = self._start_batch(new)
+                        elif known[name]["origin"] == "sources_dir" and known[name]["blueprint"] != text:
+                            self.registry.write(Ledger.update_blueprint, name, parsed.blueprint(text, bp))
+                            self.registry.tell("validator", ForgetHistory(name))
+                            out["changed"].append(name)
+                    except Exception as exc:
+                        out["errors"][file_name] = str(exc)
+                self._finish_batch(pending, file_of, out)
+                self._finish_batch(self._start_batch(new), file_of, out)
+                parsed.save()
+            finally:
+                parsed.close()
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
                     self.registry.write(Ledger.remove_source, name)

@@ -374,11 +374,20 @@ def parse_text(text: str, fmt: str | None = None, url: str | None = None, requir
 
 
 def load_file(path: str, url: str | None = None, require_url: bool = False) -> Blueprint:
+    return parse_file_bytes(read_file(path), path, url=url, require_url=require_url)
+
+
+def read_file(path: str) -> bytes:
+    """A blueprint file's bytes (BlueprintError when it cannot be read)."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except OSError as exc:
         raise BlueprintError("", f"cannot read blueprint file {path}: {exc.strerror}") from None
+
+
+def parse_file_bytes(raw: bytes, path: str, url: str | None = None, require_url: bool = False) -> Blueprint:
+    """The blueprint a file's bytes hold, in the format its name's extension says."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
