@@ -130,6 +130,12 @@ class Blueprint:
         return d
 
     def to_json(self) -> str:
+        return self._json
+
+    @cached_property
+    def _json(self) -> str:
+        """The blueprint's JSON, made once: a blueprint is frozen, and registering a source writes
+        it twice (the source and its first version) after the sources_dir sync compared it."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @cached_property
