@@ -861,6 +861,7 @@ def main() -> None:
         "scrapy_pages_matching": sc["pages_matching"] if sc else None,
         "ratio": round(ratio, 2) if ratio else None,
         "own_cpu_s_per_source": round(hd["own_cpu_s_per_source"], 5), "workers": hd["workers"],
+        "cpu_s_by_thread": {k: round(v, 3) for k, v in hd["cpu_by_thread"].items() if v >= 0.005},
         "bare_pages_per_s": round(bare["pages_per_s"], 1) if bare else None,
         "bare_pages_matching": bare["pages_matching"] if bare else None,
         "bare_ratio": round(bare_ratio, 2) if bare_ratio else None,

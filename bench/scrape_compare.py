@@ -1,6 +1,6 @@
 """The scrape benchmark for this tree and another commit, interleaved in one session.
 
-    python bench/scrape_compare.py REV [--rounds 3] [--sources 1000] [--scrapy] [--bare] [--keep]
+    python bench/scrape_compare.py REV [--rounds 3] [--sources 1000] [--scrapy] [--bare] [--keep] [--threads]
     python bench/scrape.py --compare REV [...]          (the same)
 
 REV is a commit (anything `git rev-parse` takes) checked out with `git worktree add --detach`
@@ -87,6 +87,7 @@ def main() -> None:
     ap.add_argument("--scrapy", action="store_true", help="also run Scrapy in every run (the ratio)")
     ap.add_argument("--bare", action="store_true", help="also run the bare two-process loop in every run")
     ap.add_argument("--keep", action="store_true", help="leave the checkout of REV in place")
+    ap.add_argument("--threads", action="store_true", help="also print each run's CPU by thread of the daemon")
     args = ap.parse_args()
     other, made = checkout(args.rev)
     sides = {"this tree": ROOT, args.rev: other}
@@ -101,6 +102,9 @@ def main() -> None:
                 results[label].append(r)
                 print(line(label if label == "this tree" else "REV", r) + f"   (round {k + 1}, load {load()})",
                       flush=True)
+                if args.threads and r.get("cpu_s_by_thread"):
+                    print("             the daemon's CPU by thread: "
+                          + ", ".join(f"{t} {s:.2f} s" for t, s in r["cpu_s_by_thread"].items()), flush=True)
     finally:
         if made and not args.keep:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)], capture_output=True)
