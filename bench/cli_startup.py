@@ -1,5 +1,6 @@
 """healerctl's start-up: importing its command line, `healerctl status --help`, and `healerctl
-status NAME` answered by a real daemon.
+status NAME`, `ping` and `records NAME` answered by a real daemon (the common queries, which
+start without click), beside the bare interpreter's start.
 
     python bench/cli_startup.py [--runs N] [--root DIR]
 
@@ -85,8 +86,9 @@ css = "h1"
 """
 
 
-def status_name_ms(env: dict[str, str], runs: int) -> list[tuple[float, float]]:
-    """Wall times of `healerctl status shop` against a real daemon with one paused source."""
+def status_name_ms(env: dict[str, str], runs: int) -> dict[str, list[tuple[float, float]]]:
+    """Wall and CPU times of `healerctl status shop`, `ping` and `records shop` against a real
+    daemon with one paused source."""
     with tempfile.TemporaryDirectory(prefix="healerd-cli-bench-") as tmp:
         tmpd = Path(tmp)
         sock = str(tmpd / "healerd.sock")
@@ -110,7 +112,9 @@ def status_name_ms(env: dict[str, str], runs: int) -> list[tuple[float, float]]:
             subprocess.run(ctl + ["add", "shop", "--blueprint", str(tmpd / "shop.toml"), "--no-wait"], env=env,
                            cwd=tmp, stdout=subprocess.DEVNULL, check=True)
             subprocess.run(ctl + ["pause", "shop"], env=env, cwd=tmp, stdout=subprocess.DEVNULL, check=True)
-            return [timed_run(ctl + ["status", "shop"], env, cwd=tmp) for _ in range(runs)]
+            return {what: [timed_run(ctl + args, env, cwd=tmp) for _ in range(runs)]
+                    for what, args in (("status NAME", ["status", "shop"]), ("ping", ["ping"]),
+                                       ("records NAME", ["records", "shop"]))}
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -141,7 +145,10 @@ def main() -> None:
     print(f"import healerd.cli.healerctl ({imports[0][2]} modules loaded): "
           + _figures([i[0] for i in imports], [i[1] for i in imports]))
     print("healerctl status --help: " + _figures([h[0] for h in helps], [h[1] for h in helps]))
-    print("healerctl status NAME (a real daemon): " + _figures([t[0] for t in status], [t[1] for t in status]))
+    for what, times in status.items():
+        print(f"healerctl {what} (a real daemon): " + _figures([t[0] for t in times], [t[1] for t in times]))
+    bare = [timed_run([sys.executable, "-c", "pass"], env) for _ in range(args.runs)]
+    print("for scale, the interpreter alone (python -c pass): " + _figures([b[0] for b in bare], [b[1] for b in bare]))
     print(f"load average during the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     heavy = imports[0][3]
     print("heavy modules loaded at start: " + (", ".join(heavy) if heavy else "none"))

@@ -1,9 +1,10 @@
 """Scale benchmark: N sources loaded from a sources dir, over H loopback hosts, one real daemon.
 
     python bench/scale.py [--sources 100000] [--hosts 100] [--scrapers 8] [--window 30]
-                          [--max-cycle 300] [--keep] [--again]
+                          [--max-cycle 300] [--keep] [--again] [--format json|toml] [--ready-only]
 
-1. Writes N blueprint files (JSON, one per source) into a temporary `sources_dir`. Each
+1. Writes N blueprint files (JSON, or with `--format toml` TOML as people write them, one per
+   source) into a temporary `sources_dir`. Each
    source's page is a small table of 30 rows (two fields per row, distinct per page) on
    one of H hosts: 127.0.0.1 .. 127.0.0.H (all of 127/8 is the loopback on Linux), each
    host a listener of its own at a port the system picks, all served from memory by one
@@ -24,6 +25,7 @@
      of `healerctl status`, `healerctl status NAME` and `healerctl status --json` (its
      output read and thrown away). "op status (table)" is the request `healerctl status`
      sends (one page of 1000 rows; the whole fleet from a daemon without paging).
+   With `--ready-only`, only the start is timed (then `--again`'s restart), no scrape cycle.
 3. With `--again`: stops the daemon and starts it again on the same state dir (every source
    registered, their files read and compared again): the time to ready, and the status
    requests once right after it.
@@ -110,13 +112,23 @@ def start_server(hosts: int) -> tuple[multiprocessing.Process, list[int]]:
 
 # -- the fleet ---------------------------------------------------------------------------------
 
-def write_sources(folder: Path, n: int, ports: list[int]) -> None:
+def toml_text(bp: dict) -> str:
+    """A blueprint as a person writes it in TOML: top-level keys, then one table per field."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in bp.items() if k != "fields"]
+    for name, spec in bp["fields"].items():
+        lines.append(f"\n[fields.{name}]")
+        lines.extend(f"{k} = {json.dumps(v)}" for k, v in spec.items())
+    return "\n".join(lines) + "\n"
+
+
+def write_sources(folder: Path, n: int, ports: list[int], fmt: str = "json") -> None:
     folder.mkdir(parents=True)
     hosts = len(ports)
     for i in range(n):
         h = i % hosts
         bp = dict(BLUEPRINT, url=f"http://127.0.0.{h + 1}:{ports[h]}/stock/{i}")
-        (folder / f"src-{i:06d}.json").write_text(json.dumps(bp))
+        text = json.dumps(bp) if fmt == "json" else toml_text(bp)
+        (folder / f"src-{i:06d}.{fmt}").write_text(text)
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -258,6 +270,10 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=30.0, help="seconds per throughput figure")
     ap.add_argument("--max-cycle", type=float, default=300.0, help="stop the first cycle after this many seconds")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--format", choices=("json", "toml"), default="json",
+                    help="the blueprint files' format (toml: as people write them), default json")
+    ap.add_argument("--ready-only", action="store_true",
+                    help="only the start: time to ready (and with --again the restart's), no scrape cycle")
     ap.add_argument("--again", action="store_true",
                     help="then stop the daemon and start it again on the same state (every source registered): "
                          "time to ready, and the status requests once, right after")
@@ -271,8 +287,8 @@ def main() -> int:
     sampler = None
     try:
         t0 = time.perf_counter()
-        write_sources(base / "sources", args.sources, ports)
-        print(f"{args.sources} blueprint files over {args.hosts} hosts written in {time.perf_counter() - t0:.1f}s; "
+        write_sources(base / "sources", args.sources, ports, args.format)
+        print(f"{args.sources} {args.format.upper()} blueprint files over {args.hosts} hosts written in {time.perf_counter() - t0:.1f}s; "
               f"load average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
         state, sock = base / "state", str(base / "healerd.sock")
         (base / "healerd.toml").write_text(
@@ -283,6 +299,19 @@ def main() -> int:
         sampler = RssSampler(proc.pid)
         sampler.start()
         print(f"ready after start: {ready:.1f}s (the daemon's own CPU by then: {ready_cpu:.1f}s)", flush=True)
+        if args.ready_only:
+            figures_start: dict = {"sources": args.sources, "format": args.format, "ready_s": round(ready, 1),
+                                   "ready_cpu_s": round(ready_cpu, 1)}
+            if args.again:
+                stop_daemon(proc)
+                proc, again, again_cpu = start_daemon(base, state, sock, log_path)
+                print(f"again: ready after start on the same state: {again:.1f}s (the daemon's own CPU by then: "
+                      f"{again_cpu:.1f}s)", flush=True)
+                figures_start["again"] = {"ready_s": round(again, 1), "ready_cpu_s": round(again_cpu, 1)}
+            load_after = os.getloadavg()
+            print(f"load average after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+            print(json.dumps(figures_start))
+            return 0
         conn = connect(str(db_path(str(state))))
         windows: list[float] = []
         lat: list[dict[str, float]] = []
@@ -319,7 +348,8 @@ def main() -> int:
         load_after = os.getloadavg()
         rate = done / cycle_s
         figures = {
-            "sources": args.sources, "hosts": args.hosts, "scrapers": args.scrapers, "ready_s": round(ready, 1),
+            "sources": args.sources, "format": args.format, "hosts": args.hosts, "scrapers": args.scrapers,
+            "ready_s": round(ready, 1),
             "ready_cpu_s": round(ready_cpu, 1),
             "first_cycle": {"scraped": done, "seconds": round(cycle_s, 1), "sources_per_s": round(rate, 1),
                             "per_window": [round(w, 1) for w in windows], "complete": done >= args.sources,

@@ -3,6 +3,8 @@ and the bare two-process loop on the same pages.
 
     python bench/scrape.py [--sources 1000] [--scrapers 8] [--workers N] [--cycles 2] [--no-scrapy] [--no-bare]
                            [--scrapy-concurrency 32] [--stages K] [--tick SECONDS]
+    python bench/scrape.py --compare REV [--rounds 3] [...]   this tree and commit REV interleaved
+                                                               (bench/scrape_compare.py)
 
 1. A separate process (so it does not compete for this process's GIL) renders N
    deterministic listing pages of 50-150 KB each (50 product rows, a header, a mega
@@ -365,7 +367,10 @@ def run_healerd(base: str, n: int, scrapers: int, digests: list[str], tick: floa
     from healerd.daemon import Daemon
     from healerd.store import sources
     from healerd.store.db import connect, open_db
-    from healerd.store.sql import rows
+    try:
+        from healerd.store.sql import rows
+    except ImportError:   # an older tree (`--compare REV`): the helper lived in store.db
+        from healerd.store.db import rows  # type: ignore[no-redef]
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     config = config_from_dict({
@@ -502,7 +507,10 @@ def stage_costs(base: str, n: int) -> dict[str, float]:
     from healerd.actors.messages import ExtractedPage, ScrapeJob
     from healerd.actors.validator import judge
     from healerd.adapters.fetch import Fetcher
-    from healerd.adapters.page_work import PageJob, process_page
+    try:
+        from healerd.adapters.page_work import PageJob, process_page
+    except ImportError:   # an older tree (`--compare REV`)
+        from healerd.adapters.workers import PageJob, process_page  # type: ignore[no-redef]
     from healerd.config import Config
     from healerd.core.blueprint import from_dict as blueprint_from_dict
     from healerd.store import sources
@@ -745,12 +753,20 @@ def main() -> None:
     ap.add_argument("--stages", type=int, default=0, metavar="K",
                     help="also time each step of a scrape one after another on K pages (CPU ms per page)")
     ap.add_argument("--scrapy-concurrency", type=int, default=32, help="Scrapy CONCURRENT_REQUESTS, default 32")
+    ap.add_argument("--compare", metavar="REV", help="run this tree and commit REV interleaved (bench/scrape_compare.py)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --compare: runs of each side, default 3")
     ap.add_argument("--scrapy-child", nargs=3, metavar=("BASE", "N", "CONCURRENCY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.scrapy_child:
         base, n, conc = args.scrapy_child
         scrapy_child(base, int(n), int(conc))
         return
+    if args.compare:
+        os.execv(sys.executable, [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                               "scrape_compare.py"), args.compare,
+                                  "--rounds", str(args.rounds), "--sources", str(args.sources),
+                                  "--scrapers", str(args.scrapers)]
+                 + ([] if args.no_scrapy else ["--scrapy"]) + ([] if args.no_bare else ["--bare"]))
     if args.sources < 1 or args.scrapers < 1 or args.scrapy_concurrency < 1:
         ap.error("--sources, --scrapers and --scrapy-concurrency must be at least 1")
 
@@ -845,6 +861,7 @@ def main() -> None:
         "scrapy_pages_matching": sc["pages_matching"] if sc else None,
         "ratio": round(ratio, 2) if ratio else None,
         "own_cpu_s_per_source": round(hd["own_cpu_s_per_source"], 5), "workers": hd["workers"],
+        "cpu_s_by_thread": {k: round(v, 3) for k, v in hd["cpu_by_thread"].items() if v >= 0.005},
         "bare_pages_per_s": round(bare["pages_per_s"], 1) if bare else None,
         "bare_pages_matching": bare["pages_matching"] if bare else None,
         "bare_ratio": round(bare_ratio, 2) if bare_ratio else None,

@@ -34,7 +34,7 @@ from healerd.actors.store_writer import StoreWriter
 from healerd.actors.validator import Validator
 from healerd.adapters.browser import check_source as check_browser_source
 from healerd.adapters.sdnotify import notify, watchdog_interval
-from healerd.adapters.sources_reader import blueprint_of, read_files
+from healerd.adapters.sources_reader import blueprint_json_of, read_files
 from healerd.config import Config, ConfigError
 from healerd.config import load as load_config
 from healerd.control.ops import ControlOps
@@ -47,6 +47,7 @@ from healerd.store import source_files, tasks
 from healerd.store.db import DatabaseCorrupt, check_integrity, open_db
 from healerd.store.db import db_path as make_db_path
 from healerd.store.ledger import Ledger
+from healerd.store.parsed_files import ParsedFiles
 from healerd.waiters import Waiters
 
 log = logging.getLogger("healerd")
@@ -94,6 +95,7 @@ WORKERS_READY_S = 30.0       # "ready" waits this long at most for the extractio
 SOCKET_DRAIN_S = 1.0         # running control requests get this long to be answered at shutdown
 PINGED_ROLES = ("writer", "scheduler", "validator", "alerter")
 ADD_BATCH = 1000             # sources registered per transaction when a sources_dir is loaded
+BROWSER_FETCH = '"fetch":"browser"'   # in a blueprint's JSON (Blueprint.to_json): only such a one needs a browser
 EX_CONFIG = 78               # unsafe paths or a corrupt database: restarting cannot help (RestartPreventExitStatus=78)
 
 for _cls in (StoreWriter, Alerter, Scheduler, Scraper, Validator, Doctor, Deployer):
@@ -322,38 +324,48 @@ class Daemon:
                 log.error("sources_dir %s does not exist (or is not a directory)", folder)
                 return out   # nothing is removed because a directory went missing
             pending: PendingBatch | None = None   # the batch the writer registers while the next is read
-            for read in read_files(str(folder), files, self.config.daemon.sources_max_bytes):
-                file_name = read.name
-                name = os.path.splitext(file_name)[0]
-                seen.add(name)
-                try:
-                    bp = blueprint_of(read, str(folder))
-                    check_browser_source(bp, self.config.browser)
-                except BlueprintError as exc:
-                    out["errors"][file_name] = str(exc)
-                    log.error("sources_dir: %s: %s", file_name, exc)
-                    continue
-                try:
-                    if name not in known:
-                        new.append((name, bp))
-                        file_of[name] = file_name
-                        if len(new) >= ADD_BATCH:
-                            self._finish_batch(pending, file_of, out)
-                            pending = self._start_batch(new)
-                    elif known[name]["origin"] == "sources_dir":
-                        change = file_change(known[name]["loaded"], bp)
-                        if change == SETTINGS:
-                            # Only settings (every, headers, url, ...): production keeps its selectors.
-                            self.registry.write(Ledger.apply_file_settings, name, bp)
-                            out["changed"].append(name)
-                        elif change == SELECTORS:
-                            self.registry.write(Ledger.update_blueprint, name, bp)
-                            self.registry.tell("validator", ForgetHistory(name))
-                            out["changed"].append(name)
-                except Exception as exc:
-                    out["errors"][file_name] = str(exc)
-            self._finish_batch(pending, file_of, out)
-            self._finish_batch(self._start_batch(new), file_of, out)
+            parsed = ParsedFiles(self.state_dir)   # a file whose bytes did not change is not parsed again
+            try:
+                for read in read_files(str(folder), files, self.config.daemon.sources_max_bytes):
+                    file_name = read.name
+                    name = os.path.splitext(file_name)[0]
+                    seen.add(name)
+                    try:
+                        text, bp = blueprint_json_of(read, str(folder), parsed.blueprint_json)
+                        if bp is not None or BROWSER_FETCH in text:
+                            bp = parsed.blueprint(text, bp)
+                            check_browser_source(bp, self.config.browser)
+                    except BlueprintError as exc:
+                        out["errors"][file_name] = str(exc)
+                        log.error("sources_dir: %s: %s", file_name, exc)
+                        continue
+                    try:
+                        if name not in known:
+                            new.append((name, parsed.blueprint(text, bp)))
+                            file_of[name] = file_name
+                            if len(new) >= ADD_BATCH:
+                                self._finish_batch(pending, file_of, out)
+                                pending = self._start_batch(new)
+                        elif known[name]["origin"] == "sources_dir" and known[name]["loaded"] != text:
+                            # What the file says is compared with what it said when loaded last (a
+                            # file nobody edited is never "changed", after a fix or a rollback either).
+                            bp = parsed.blueprint(text, bp)
+                            change = file_change(known[name]["loaded"], bp)
+                            if change == SETTINGS:
+                                # Only settings (every, headers, url, ...): production keeps its selectors.
+                                self.registry.write(Ledger.apply_file_settings, name, bp)
+                                out["changed"].append(name)
+                            elif change == SELECTORS:
+                                self.registry.write(Ledger.update_blueprint, name, bp)
+                                self.registry.tell("validator", ForgetHistory(name))
+                                out["changed"].append(name)
+                    except Exception as exc:
+                        out["errors"][file_name] = str(exc)
+                self._finish_batch(pending, file_of, out)
+                self._finish_batch(self._start_batch(new), file_of, out)
+                parsed.save()
+            finally:
+                parsed.close()
             for name, r in known.items():
                 if r["origin"] == "sources_dir" and name not in seen:
                     self.registry.write(Ledger.remove_source, name)

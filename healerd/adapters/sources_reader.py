@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from healerd.adapters.safe_files import Refused, read_capped
-from healerd.core.blueprint import Blueprint, BlueprintError, parse_text
+from healerd.core.blueprint import Blueprint, BlueprintError, parse_file_bytes
+
+# (file name, path, bytes) -> (the blueprint's JSON, the Blueprint or None): a cache's parse
+Parse = Callable[[str, str, bytes], tuple[str, "Blueprint | None"]]
 
 READ_DEADLINE_S = 5.0     # the longest one file may take to read
 AHEAD = 64                # files read ahead of the caller at most (their bytes held meanwhile)
@@ -108,20 +111,27 @@ def read_files(folder: str, names: list[str], limit: int, deadline: float = READ
         reader.abandon()
 
 
-def blueprint_of(read: Read, folder: str) -> Blueprint:
-    """The source's blueprint from its Read; BlueprintError with one line otherwise. The error
-    quotes the file (a key name, a value) only when root or the daemon's user owns it: a file of
-    anyone else's may be something they could not read themselves."""
+def _parse_text(raw: bytes, path: str) -> tuple[str, Blueprint | None]:
+    """The plain parse: the blueprint's JSON and the blueprint (`blueprint_json_of`'s default)."""
+    bp = parse_file_bytes(raw, path, require_url=True)
+    return bp.to_json(), bp
+
+
+def blueprint_json_of(read: Read, folder: str, parse: Parse | None = None) -> tuple[str, Blueprint | None]:
+    """The source's blueprint from its Read, as `parse` gives it (its JSON, and the Blueprint when
+    the bytes were parsed: a cache of parsed files may answer with the JSON alone); BlueprintError
+    with one line otherwise. The error quotes the file (a key name, a value) only when root or the
+    daemon's user owns it: a file of anyone else's may be something they could not read themselves."""
     path = os.path.join(folder, read.name)
     if read.error is not None or read.data is None:
         raise BlueprintError("", read.error or f"cannot read {path}")
-    fmt = "json" if read.name.endswith(".json") else "toml"
     try:
-        return parse_text(read.data.decode("utf-8"), fmt, require_url=True)
-    except UnicodeDecodeError:
-        raise BlueprintError("", f"{path} is not UTF-8 text") from None
+        if parse is None:
+            return _parse_text(read.data, path)
+        return parse(read.name, path, read.data)
     except BlueprintError:
         if read.owner_trusted:
             raise
         raise BlueprintError("", f"{path} is not a valid blueprint (details withheld: the file is not "
                                  f"root's or healerd's own)") from None
+

@@ -90,11 +90,10 @@ def _widen(fd: int) -> None:
 class _Slot:
     """One job in flight: its caller waits on `done`; `extracting` is when the worker said it
     started evaluating selectors on the page (monotonic clock), None before."""
-    __slots__ = ("done", "answer", "error", "overran", "too_slow", "extracting", "wake")
+    __slots__ = ("done", "answer", "error", "overran", "too_slow", "extracting")
 
     def __init__(self):
         self.done = threading.Event()
-        self.wake = threading.Event()   # done, or the EXTRACTING note arrived
         self.answer = None
         self.error: str | None = None
         self.overran = False
@@ -148,15 +147,13 @@ class _Worker:
                 continue
             if isinstance(answer, str) and answer == EXTRACTING:
                 slot = self.inflight.get(ident)
-                if slot is not None:
+                if slot is not None:   # noted only: the caller looks at it when the deadline could pass
                     slot.extracting = time.monotonic()
-                    slot.wake.set()
                 continue
             slot = self.inflight.pop(ident, None)
             if slot is not None:
                 slot.answer = answer
                 slot.done.set()
-                slot.wake.set()
         self._on_exit(self)
 
     def ask_to_stop(self) -> None:
@@ -268,27 +265,31 @@ class WorkerPool:
 
     def _wait(self, slot: _Slot) -> bool:
         """Wait for the answer: True when it came (or the worker died) within the deadlines; False on
-        an overrun (`slot.too_slow` when it was the extraction's own deadline)."""
+        an overrun (`slot.too_slow` when it was the extraction's own deadline).
+
+        The EXTRACTING note does not wake the caller: the extraction deadline cannot pass before
+        `extraction_timeout` after the job was sent (the note comes later), so the caller sleeps
+        until then (or the answer), reads the note's time, and sleeps on to that deadline. The same
+        deadlines as being woken by the note, with one wake-up less per job."""
         end = time.monotonic() + self.deadline
+        ext = self.extraction_timeout
         while True:
             if slot.done.is_set():
                 return True
             started = slot.extracting
-            if started is not None and self.extraction_timeout is not None:
-                limit = started + self.extraction_timeout
-                if time.monotonic() >= limit:
+            now = time.monotonic()
+            if started is not None and ext is not None:
+                limit = started + ext
+                if now >= limit:
                     if slot.done.is_set():   # answered at the last moment
                         return True
                     slot.too_slow = True
                     return False
             else:
-                limit = end
-                if time.monotonic() >= limit:
+                if now >= end:
                     return slot.done.is_set()
-            slot.wake.clear()
-            if slot.done.is_set() or (slot.extracting is not None) != (started is not None):
-                continue
-            slot.wake.wait(max(0.0, limit - time.monotonic()))
+                limit = end if ext is None else min(end, now + ext)
+            slot.done.wait(max(0.0, limit - now))
 
     def _take(self, ident: int, slot: _Slot) -> _Worker:
         with self._cond:
@@ -337,7 +338,6 @@ class WorkerPool:
                 slot.error = (f"the extraction worker (pid {w.pid}) died while working on this page (exit code "
                               f"{code})" + ("; a new worker was started" if replace else ""))
             slot.done.set()
-            slot.wake.set()
         w.close_pipes()
         if replace and not self._closed:
             log.warning("extraction worker %d (pid %s, exit code %s) was replaced", w.index, w.pid, code)

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from healerd.cli.light import refusal
 from healerd.cli.output import CtlError
 from healerd.control.client import DaemonUnreachable, call, client_socket_path
 from healerd.control.protocol import ControlError
@@ -83,8 +84,5 @@ def _error_answer(exc: ControlError, path: str) -> CtlError:
     A peer the daemon refuses (SO_PEERCRED, `forbidden`) cannot use it at all, the same as a
     socket it has no permission to open: exit 3 with "permission denied" and the socket path.
     """
-    if exc.code == "forbidden":
-        unreachable = DaemonUnreachable(f"permission denied ({exc.message or 'refused by the daemon'})", path)
-        return CtlError(str(unreachable), exit_code=3)
-    return CtlError(exc.message or exc.code, exit_code=1)
-
+    line, code = refusal(exc, path)
+    return CtlError(line, exit_code=code)

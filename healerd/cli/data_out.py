@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import click
@@ -15,7 +14,9 @@ from healerd.cli.calls import (
     poll_follow,
     socket_option,
 )
-from healerd.cli.output import _cell, _one_line, _print_json, _rel, _table
+from healerd.cli.output import _one_line, _print_json, _rel, _table
+from healerd.cli.views import _flatten_records as _flatten_records
+from healerd.cli.views import print_records_table
 from healerd.core.terminal import json_text, visible
 
 
@@ -132,28 +133,6 @@ def feeds_section(ctx: click.Context, socket_path: str | None) -> None:
         _table(FEED_HEADERS, _feed_rows(r))
 
 
-TABLE_ITEMS = 20   # items of one scrape shown in the table (--json and --csv give them all)
-
-
-def _flatten_records(records: Iterable[dict]) -> tuple[list[str], list[list[str]]]:
-    """Columns (field names, then scraped_at and version) and one row per item/record."""
-    columns: list[str] = []
-    flat: list[tuple[dict, Any, Any]] = []
-    for rec in records:
-        data = rec.get("data")
-        items = data if isinstance(data, list) else [data]
-        for item in items:
-            item = item if isinstance(item, dict) else ({} if item is None else {"value": item})
-            for key in item:
-                if key not in columns:
-                    columns.append(key)
-            flat.append((item, rec.get("scraped_at"), rec.get("version")))
-    extra = [c for c in ("scraped_at", "version") if c in columns]
-    header = columns + [c if c not in extra else f"record_{c}" for c in ("scraped_at", "version")]
-    rows = [[_cell(item.get(c)) for c in columns] + [_cell(at), _cell(ver)] for item, at, ver in flat]
-    return header, rows
-
-
 @click.command()
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
@@ -184,10 +163,10 @@ def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
     if as_json:
         _print_json(r)
         return
-    header, rows = _flatten_records(r or [])
     if as_csv:
         import csv
 
+        header, rows = _flatten_records(r or [])
         out = click.get_text_stream("stdout")
         writer = csv.writer(out, lineterminator="\n")
         # Whole values, but no control character raw on a terminal (newlines stay, quoted by csv).
@@ -195,21 +174,7 @@ def records(ctx, name, as_json, as_csv, limit, follow, socket_path):
         writer.writerows([visible(c, one_line=False) for c in row] for row in rows)
         out.flush()
         return
-    if not r:
-        click.echo(f"no records for {name} yet")
-        return
-    # A terminal gets at most TABLE_ITEMS items of each scrape, and a line saying how many more.
-    cut = [{**rec, "data": rec["data"][:TABLE_ITEMS]} if isinstance(rec.get("data"), list) else rec for rec in r]
-    hidden = sum(len(rec["data"]) - TABLE_ITEMS for rec in r
-                 if isinstance(rec.get("data"), list) and len(rec["data"]) > TABLE_ITEMS)
-    header, rows = _flatten_records(cut)
-    shown = [[_one_line(c, 40) if c else "-" for c in row] for row in rows]
-    _table([h.upper() for h in header], shown)
-    if hidden:
-        click.echo(f"… {hidden} more item(s) not shown (the table shows {TABLE_ITEMS} per scrape); "
-                   f"`--json` or `--csv` gives every item")
-    if len(r) >= limit:
-        click.echo(f"… the newest {limit} scrape(s); `--limit N` shows more, `--json` or `--csv` gives whole values")
+    print_records_table(name, r, limit)
 
 
 

@@ -19,15 +19,14 @@ from healerd.cli.calls import (
 )
 from healerd.cli.output import (
     LEVEL_COLOURS,
-    _duration,
     _one_line,
     _print_json,
     _print_mapping,
     _rel,
     _style,
     _table,
-    _ts,
 )
+from healerd.cli.views import print_ping
 from healerd.core.terminal import json_text, visible
 
 
@@ -39,10 +38,7 @@ def ping(ctx: click.Context, socket_path: str | None) -> None:
 
     Prints the daemon's version, pid and start time; exits 3 when it cannot be reached.
     """
-    r = _call(ctx, socket_path, "ping")
-    started = _ts(r.get("started_at"))
-    up = f"up for {_duration(max(0.0, time.time() - started))}" if started is not None else "up"
-    click.echo(f"healerd {r.get('version')} (pid {r.get('pid')}) {up}, since {r.get('started_at') or '-'}")
+    print_ping(_call(ctx, socket_path, "ping"))
 
 
 def _window(ctx, param, value) -> float:

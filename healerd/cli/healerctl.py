@@ -3,57 +3,43 @@
 Exit codes: 0 success; 1 the request was refused or failed (one line on stderr saying
 why); 2 usage error; 3 the daemon cannot be reached (the message names the socket).
 
-This module is the group and the entry point (`healerctl = healerd.cli.healerctl:main`); the
-commands live by what they act on: `sources_cmds` (add, update, remove, pause, resume, run,
-status), `versions_cmds` (history, diff, rollback, approve, heal, unquarantine), `fleet_cmds`
-(ping, stats, alerts, reload, resume-healing, memory), `data_out` (records, changes, feeds),
-`blueprint_cmds` (export, try);
-`calls` talks to the daemon, `output` prints. Heavy modules (lexbor for blueprints) are
-imported only inside the commands that need them: `healerctl status NAME` starts fast.
+This module is the entry point (`healerctl = healerd.cli.healerctl:main`, and `python -m
+healerd.cli.healerctl`). The common queries in their plain forms (`status NAME`, `ping`,
+`records NAME`) are answered by healerd/cli/light.py without importing click, which costs more
+CPU than the rest of such a command; everything else goes to the click group
+(healerd/cli/group.py), which prints the same text. `cli`, the group, is importable from here.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
-import click
-
-from healerd import __version__
-from healerd.cli import blueprint_cmds, data_out, fleet_cmds, sources_cmds, versions_cmds
-from healerd.cli.data_out import _flatten_records as _flatten_records
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--socket", "socket_path", metavar="PATH", envvar="HEALERD_SOCKET", default=None,
-              help="The daemon's control socket. Default: $HEALERD_SOCKET, else "
-                   "$RUNTIME_DIRECTORY/healerd.sock, else <state-dir>/healerd.sock.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
-              help="How long to wait for the daemon's answer (default: 30s; longer for run and heal).")
-@click.version_option(__version__, "--version", prog_name="healerctl")
-@click.pass_context
-def cli(ctx: click.Context, socket_path: str | None, timeout: float | None) -> None:
-    """Control a running healerd: register sources, see their health, scrape and heal on demand.
-
-    healerctl talks to the daemon over its Unix socket. Exit codes: 0 success, 1 the
-    request was refused or failed, 2 usage error, 3 the daemon cannot be reached.
-    """
-    ctx.obj = {"socket": socket_path, "timeout": timeout}
-
-
-for _commands in (sources_cmds, versions_cmds, fleet_cmds, data_out, blueprint_cmds):
-    _commands.register(cli)
+# typing only for the type checker: importing it costs healerctl's light path ~10 ms of CPU
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main() -> None:
-    try:
-        cli(prog_name="healerctl")
-    except BrokenPipeError:  # e.g. `healerctl alerts | head`
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        sys.exit(0)
+    from healerd.cli.light import answer
+
+    code = answer(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from healerd.cli.group import main as full
+
+    full()
+
+
+def __getattr__(name: str) -> Any:
+    """`cli` (the click group) and `_flatten_records`, imported when asked for, not at start."""
+    if name == "cli":
+        from healerd.cli.group import cli
+        return cli
+    if name == "_flatten_records":
+        from healerd.cli.views import _flatten_records
+        return _flatten_records
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

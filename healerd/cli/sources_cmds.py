@@ -17,14 +17,13 @@ from healerd.cli.output import (
     _duration,
     _one_line,
     _print_json,
-    _print_mapping,
     _rate,
     _rel,
     _state,
     _style,
     _table,
-    _when,
 )
+from healerd.cli.views import _print_detail
 from healerd.core.terminal import json_text
 
 if TYPE_CHECKING:
@@ -32,22 +31,6 @@ if TYPE_CHECKING:
 
 
 # -- sources ------------------------------------------------------------------------------
-
-
-def _schedule_line(obj: dict) -> str:
-    bp = obj.get("blueprint") or {}
-    every = bp.get("every")
-    parts = []
-    if every is not None:
-        try:
-            parts.append(f"every {_duration(float(every))}")
-        except (TypeError, ValueError):
-            parts.append(f"every {every}")
-    if obj.get("paused"):
-        parts.append("paused")
-    elif obj.get("next_run_at"):
-        parts.append(f"next run {_rel(obj['next_run_at'])} ({obj['next_run_at']})")
-    return "; ".join(parts) or "-"
 
 
 @click.command()
@@ -228,75 +211,6 @@ def _print_summary(summary: dict) -> None:
         reason = summary.get("halt_reason") or "the same error on several sources"
         click.echo(_style(f"HEALING HALTED (systemic): {_one_line(reason)}", "red", bold=True))
         click.echo("  automatic healing is off until scrapes pass again or `healerctl resume-healing`")
-
-
-def _print_detail(s: dict) -> None:
-    name = s.get("name", "-")
-    state = str(s.get("state") or "-")
-    flags = []
-    if s.get("paused"):
-        flags.append("paused")
-    if s.get("flagged_for_review"):
-        flags.append("flagged for review")
-    click.echo(_style(str(name), None, bold=True))
-    rows = [
-        ("url", _one_line(s.get("url"))),
-        ("state", _state(state) + (f" ({', '.join(flags)})" if flags else "")),
-        ("version", "-" if s.get("version") is None else str(s.get("version"))),
-        ("schedule", _schedule_line(s)),
-        ("last success", _when(s.get("last_success_at"))),
-        ("last failure", _when(s.get("last_failure_at"))),
-        ("failures", str(s.get("failure_count", 0))),
-        ("fix attempts/24h", str(s.get("fix_attempts_24h", 0))),
-    ]
-    if s.get("quarantine_until"):
-        rows.append(("quarantined until", _when(s.get("quarantine_until"))))
-    err = s.get("last_error")
-    if err:
-        etype = s.get("last_error_type")
-        rows.append(("last error", (f"{etype}: " if etype else "") + _one_line(err)))
-    width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        click.echo(f"  {(key + ':').ljust(width + 1)} {value}")
-
-    m = s.get("metrics") or {}
-    if m:
-        click.echo("")
-        click.echo("metrics")
-        click.echo(f"  fix attempts: {m.get('fix_attempts', 0)}; success rate {_rate(m.get('fix_success_rate'))}; "
-                   f"median recovery {_duration(m.get('median_recovery_s'))}")
-
-    report = s.get("deferred_report")
-    if report:
-        click.echo("")
-        if state == "QUARANTINED":
-            title = "deferred report (healing gave up; a person is needed)"
-        elif report.get("reason"):
-            title = f"a person is needed: {_one_line(report['reason'])}"
-        else:
-            title = "report of the last fix attempt"
-        click.echo(_style(title, "yellow"))
-        _print_mapping({k: v for k, v in report.items()
-                        if (k != "reason" or state == "QUARANTINED") and k != "blueprint_toml"})
-        toml = report.get("blueprint_toml")
-        if isinstance(toml, str) and toml:
-            click.echo(f"  the blueprint to save as {s.get('name', 'NAME')}.toml:")
-            for line in toml.splitlines():
-                click.echo(f"    {_one_line(line)}" if line else "")
-
-    events = s.get("events") or []
-    click.echo("")
-    click.echo("lifecycle (newest first)")
-    if not events:
-        click.echo("  no transitions yet")
-    else:
-        rows2 = []
-        for e in events:
-            rows2.append([str(e.get("at") or "-"), f"{e.get('from') or '-'} -> {e.get('to') or '-'}",
-                          str(e.get("trigger") or "-"), _one_line(e.get("reason"), 80)])
-        widths = [max(len(r[i]) for r in rows2) for i in range(3)]
-        for r in rows2:
-            click.echo("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
 
 
 STATUS_TEXT_ROWS = 1000    # rows of `status` without --limit: a fleet this size or smaller is shown whole, by name

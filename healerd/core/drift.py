@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -55,10 +56,30 @@ _SAMPLE_TAIL = 4          # ...and the last ones
 # the same phrases.
 
 
+def _class(node: LexborNode) -> str | None:
+    """The node's class attribute. attrs.get reads the one attribute where .attributes builds a
+    dict of them all (10x the cost); "class" is never case-adjusted, so the two agree on it. A
+    node that is no element (a comment) has no attrs."""
+    try:
+        return node.attrs.get("class")
+    except TypeError:
+        return node.attributes.get("class")
+
+
 def _token(node: LexborNode) -> str:
-    cls = node.attributes.get("class") or ""
-    classes = ".".join(sorted(_DIGITS.sub("0", c) for c in cls.split()))
-    return f"{node.tag}.{classes}" if classes else str(node.tag)
+    return _token_of(node.tag, _class(node) or "")
+
+
+@lru_cache(maxsize=8192)
+def _token_of(tag: str | None, cls: str) -> str:
+    """A node's token from its tag and class attribute: the same few pairs recur all over a page."""
+    classes = _classes(cls)
+    return f"{tag}.{classes}" if classes else str(tag)
+
+
+@lru_cache(maxsize=8192)
+def _classes(cls: str) -> str:
+    return ".".join(sorted(_DIGITS.sub("0", c) for c in cls.split()))
 
 
 def _children(node: LexborNode) -> list[LexborNode]:
@@ -78,8 +99,14 @@ def item_shape(node: LexborNode) -> str:
             kids = _children(n)
             if kids:
                 out.append("(")
-                for c in kids:
-                    walk(c, depth + 1)
+                if depth + 1 < _SHAPE_DEPTH:
+                    for c in kids:
+                        walk(c, depth + 1)
+                else:   # the last level, inline: its nodes' children are not read
+                    for c in kids:
+                        if len(out) >= _SHAPE_TOKENS:
+                            break
+                        out.append(_token(c))
                 out.append(")")
 
     walk(node, 1)
@@ -133,11 +160,16 @@ def locus_signature(tree: LexborHTMLParser, blueprint: Blueprint, items: list[Le
         nodes = items if items is not None else item_nodes(tree, blueprint.items_selectors)
         # Each item's classes, and the full shape of the first and last ones: a long list costs
         # no more than _SAMPLE_HEAD + _SAMPLE_TAIL shapes (a look-alike row is usually put on top).
-        for cls in {node.attributes.get("class") for node in nodes}:
-            parts.add("class " + ".".join(sorted(_DIGITS.sub("0", c) for c in (cls or "").split())))
+        for cls in {_class(node) for node in nodes}:
+            parts.add("class " + _classes(cls or ""))
+        under: dict[int | None, str] = {}   # items mostly share their parent: its path once
         for node in nodes[:_SAMPLE_HEAD] + nodes[max(_SAMPLE_HEAD, len(nodes) - _SAMPLE_TAIL):]:
             parts.add("item " + item_shape(node))
-            parts.add("under " + _path(node.parent, counted=0)[-200:])   # a block of copies elsewhere
+            parent = node.parent
+            key = parent.mem_id if parent is not None else None
+            if key not in under:
+                under[key] = "under " + _path(parent, counted=0)[-200:]   # a block of copies elsewhere
+            parts.add(under[key])
         if nodes:
             parent = nodes[0].parent
             parts.add("in " + (_token(parent) if parent is not None else ""))

@@ -17,6 +17,22 @@ def to_json(data) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+_NO_CHANGE = to_json(changes.empty())
+
+
+def _change_row(prev: str | None, text: str, data, key: tuple[str, ...]) -> tuple[int, str]:
+    """The change set's size and JSON text: what `to_json(changes.change_set(...))` gives, without
+    decoding or encoding the records where the text says it already. The same records again (most
+    scrapes) change nothing; a source's first records are all added, and their text is `text`."""
+    if prev == text:
+        return 0, _NO_CHANGE
+    if prev is None and data and isinstance(data, (list, dict)):
+        added = text if isinstance(data, list) else f"[{text}]"
+        return len(changes.as_records(data)), f'{{"added":{added},"removed":[],"changed":[]}}'
+    found = changes.change_set(None if prev is None else json.loads(prev), data, key)
+    return changes.size(found), to_json(found)
+
+
 def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: int, now: float | None = None,
            data_json: str | None = None, key: tuple[str, ...] = ()) -> int:
     """One scrape's records in one row (`data_json`: `to_json(data)` when the caller has it already),
@@ -32,12 +48,9 @@ def insert(conn: apsw.Connection, name: str, data, version: int | None, keep: in
         conn.execute("INSERT INTO records (source_name, scraped_at, version, data) VALUES (?, ?, ?, ?)",
                      (name, now, version, text))
         rid = conn.last_insert_rowid()
-        if prev == text:   # the same records again (most scrapes): nothing changed
-            found = changes.empty()
-        else:
-            found = changes.change_set(None if prev is None else json.loads(prev), data, key)
+        size, body = _change_row(prev, text, data, key)
         conn.execute("INSERT INTO record_changes (record_id, source_name, size, body) VALUES (?, ?, ?, ?)",
-                     (rid, name, changes.size(found), to_json(found)))
+                     (rid, name, size, body))
         if keep > 0:
             conn.execute(
                 "DELETE FROM records WHERE source_name = ? AND id < (SELECT min(id) FROM "

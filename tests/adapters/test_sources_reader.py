@@ -8,8 +8,9 @@ import threading
 import pytest
 
 from healerd.adapters import sources_reader
-from healerd.adapters.sources_reader import Read, blueprint_of, read_files
+from healerd.adapters.sources_reader import Read, blueprint_json_of, read_files
 from healerd.core.blueprint import BlueprintError
+from healerd.store.parsed_files import ParsedFiles
 
 
 def test_files_come_in_order_with_their_errors(tmp_path):
@@ -46,13 +47,27 @@ def test_a_stalled_file_is_skipped_and_the_next_ones_are_read(tmp_path, monkeypa
 def test_an_error_quotes_the_file_only_when_root_or_the_daemon_owns_it(tmp_path):
     text = b'url = "http://x/"\nsecret_key_name = 1\n'
     with pytest.raises(BlueprintError, match="secret_key_name"):
-        blueprint_of(Read("mine.toml", text, None, True), str(tmp_path))
+        blueprint_json_of(Read("mine.toml", text, None, True), str(tmp_path))
     with pytest.raises(BlueprintError) as caught:
-        blueprint_of(Read("theirs.toml", text, None, False), str(tmp_path))
+        blueprint_json_of(Read("theirs.toml", text, None, False), str(tmp_path))
     assert "secret_key_name" not in str(caught.value) and "details withheld" in str(caught.value)
-    good = blueprint_of(Read("g.json", b'{"url": "http://x/", "fields": {"a": {"css": "p"}}}', None, False),
-                        str(tmp_path))
-    assert good.url == "http://x/"
+    _, good = blueprint_json_of(Read("g.json", b'{"url": "http://x/", "fields": {"a": {"css": "p"}}}', None, False),
+                                str(tmp_path))
+    assert good is not None and good.url == "http://x/"
+
+
+def test_a_cache_s_parse_withholds_the_details_of_another_user_s_file_too(tmp_path):
+    """The daemon parses through its cache of parsed files: that path hides another user's file too."""
+    cache = ParsedFiles(tmp_path)
+    text = b'url = "http://x/"\nsecret_key_name = 1\n'
+    try:
+        with pytest.raises(BlueprintError) as caught:
+            blueprint_json_of(Read("theirs.toml", text, None, False), str(tmp_path), cache.blueprint_json)
+        assert "secret_key_name" not in str(caught.value) and "details withheld" in str(caught.value)
+        with pytest.raises(BlueprintError, match="secret_key_name"):
+            blueprint_json_of(Read("mine.toml", text, None, True), str(tmp_path), cache.blueprint_json)
+    finally:
+        cache.close()
 
 
 def test_more_files_than_are_read_ahead_all_come_once_in_order(tmp_path):

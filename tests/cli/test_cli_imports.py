@@ -1,5 +1,5 @@
-"""healerctl starts fast: importing its command line loads click, the control client and the
-printing helpers, and none of the daemon's heavy modules (lexbor for blueprints, httpx, SQLite,
+"""healerctl starts fast: importing its command line (the click group) loads click, the control
+client and the printing helpers, and none of the daemon's heavy modules (lexbor for blueprints, httpx, SQLite,
 the actors), which the commands that need them import when they run. And the command line
 stays in rooms that say what they hold, none over 600 lines."""
 
@@ -24,9 +24,15 @@ def _loaded_by(code: str) -> list[str]:
 
 
 def test_healerctl_imports_nothing_heavy_at_start():
-    loaded = _loaded_by("import healerd.cli.healerctl")
+    loaded = _loaded_by("import healerd.cli.group")
     assert "click" in loaded and "healerd.control.client" in loaded   # the probe saw the import
     assert [m for m in loaded if m.startswith(HEAVY)] == []
+
+
+def test_the_entry_point_and_the_common_queries_import_no_click():
+    loaded = _loaded_by("import healerd.cli.healerctl, healerd.cli.light, healerd.cli.views")
+    assert "healerd.control.client" in loaded and "healerd.cli.views" in loaded
+    assert [m for m in loaded if m.startswith(HEAVY + ("click",))] == []
 
 
 def test_the_commands_that_need_a_blueprint_load_it_when_they_run(tmp_path):

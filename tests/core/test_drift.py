@@ -173,3 +173,16 @@ def test_a_text_field_hidden_in_every_record_is_drift_but_in_one_record_is_not()
     one = [dict(r, name="N/A") if i == 2 else r for i, r in enumerate(old)]
     assert placeholder(one, old, ["name", "score"]) is None
     assert not placeholder_suspect(one, last_good_sample(old))
+
+
+def test_an_items_comment_is_part_of_its_shape_and_breaks_nothing():
+    """A comment inside an item is a node without attributes of its own: the locus still reads
+    it (as it always did, so a comment added into every row moves the locus), never fails."""
+    bp = bp_of({"items": "li.r", "fields": {"name": {"css": "b"}, "price": {"css": "i"}}})
+    rows = "".join(f'<li class="r r{k}"><b class="n">A{k}</b><i>{k}.5</i></li>' for k in range(3))
+    commented = rows.replace("</b>", "</b><!-- price -->")
+    plain = page_locus(f"<ul>{rows}</ul>", bp)
+    with_comment = page_locus(f"<ul>{commented}</ul>", bp)
+    assert len(plain) == len(with_comment) == 16
+    assert plain != with_comment
+    assert page_locus(f"<ul>{rows}</ul>", bp) == plain

@@ -135,3 +135,18 @@ def test_numbers_in_listing_records_keep_their_sign():
     html = "<ul>" + "".join(f'<li><b class="d">{d}</b><i class="n">{n}</i></li>'
                             for d, n in (("-12.5%", "-3 left"), ("+4.0%", "12 left"))) + "</ul>"
     assert extract(html, bp).data == [{"d": -12.5, "n": -3}, {"d": 4.0, "n": 12}]
+
+
+@pytest.mark.parametrize("attr, expected", [
+    ("href", ["/a", ""]),            # an empty attribute is the empty string
+    ("data-sku", ["x-1", None]),     # a missing one is None
+    ("HREF", [None, None]),          # attribute names are read as written: the parser lowercased them
+    ("viewBox", ["0 0 9 9", None]),  # ...and kept SVG's in mixed case
+    ("viewbox", [None, None]),
+])
+def test_an_attribute_is_read_by_its_exact_name(attr, expected):
+    page = ('<ul><li><a HREF="/a" data-SKU="x-1"><svg viewBox="0 0 9 9"></svg></a></li>'
+            '<li><a href=""><svg></svg></a></li></ul>')
+    css = "svg" if attr.lower() == "viewbox" else "a"
+    bp = from_dict({"url": "http://127.0.0.1/x", "items": "li", "fields": {"v": {"css": css, "attr": attr}}})
+    assert [r["v"] for r in extract(page, bp).data] == expected
