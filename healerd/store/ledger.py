@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from healerd.core.blueprint import Blueprint
 from healerd.store import alerts as alerts_store
 from healerd.store import feeds as feeds_store
-from healerd.store import sources
+from healerd.store import sources, value_profiles
 from healerd.store.fix_writes import FixWrites
 from healerd.store.health_writes import human_duration
 from healerd.store.lifecycle import DEAD, QUARANTINED
@@ -79,6 +79,7 @@ class Ledger(ScrapeWrites, FixWrites):
             self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 0, "
                               "fix_attempts_today = 0, deferred_report = NULL, host_unresolved_since = NULL, "
                               "item_counts = '[]' WHERE source_name = ?", (now, name))   # a new baseline
+            value_profiles.forget(self.conn, name)
             self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))
             # A fix queued for the old blueprint is moot.
             self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "
