@@ -174,7 +174,7 @@ def learn(profile: dict | None, values: Iterable[Any]) -> dict:
 
 def ready(profile: dict | None) -> bool:
     """Whether the profile has learned enough to judge (MIN_SCRAPES scrapes, MIN_VALUES values)."""
-    return bool(profile) and profile.get("v") == PROFILE_VERSION \
+    return profile is not None and profile.get("v") == PROFILE_VERSION \
         and profile["scrapes"] >= MIN_SCRAPES and profile["values"] >= MIN_VALUES
 
 

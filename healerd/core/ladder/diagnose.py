@@ -16,6 +16,7 @@ from healerd.core.htmldiff import structural_diff
 from healerd.core.ladder.ports import Attempt, FetchFailed, LadderPorts, LadderSettings, TrialTooSlow
 from healerd.core.routing import DECLINE, route
 from healerd.core.validate import validate
+from healerd.core.visible import visible_html
 
 log = logging.getLogger("healerd.doctor")
 
@@ -108,7 +109,8 @@ def context(att: Attempt, src: dict, bp: Blueprint, version: int | None, good: d
         error_message=message, error_traceback="".join(traceback.format_stack(limit=0)),
         failure_count=src["failure_count"], last_success_at=src["last_success_at"],
         original_html=good["html"] if good else None, current_html=html,
-        html_diff=structural_diff(good["html"] if good else None, html) if html else "",
+        # what a browser renders of the page changed: hidden nodes' text is nobody's to read (visible.py)
+        html_diff=structural_diff(good["html"] if good else None, visible_html(html)) if html else "",
         expected_schema={k: f.type for k, f in bp.fields.items()},
         last_good_records=good["records"] if good else None,
         validation_errors=verrors, validation_report=report,

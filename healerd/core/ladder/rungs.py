@@ -18,6 +18,7 @@ from healerd.core.routing import RELOCATED_NOTE, proposal, relocation_candidates
 from healerd.core.sanitize import mask_text
 from healerd.core.timeutil import iso
 from healerd.core.validate import validate
+from healerd.core.visible import visible_html
 
 log = logging.getLogger("healerd.doctor")
 
@@ -98,8 +99,9 @@ class Rungs:
             return None
         try:
             # The search evaluates selectors on both pages: in the trial worker, with its deadline.
+            # ... on what a browser renders of the current page: hidden nodes are emptied (visible.py)
             result = self.ports.trials.heal(ctx.blueprint, ctx.original_html or "", ctx.last_good_records,
-                                            ctx.current_html or "")
+                                            visible_html(ctx.current_html or ""))
         except TrialTooSlow as exc:
             tried.append(f"builtin: {exc}")
             return {"outcome": "rejected", "strategy": "builtin", "reason": str(exc), "version": None}
