@@ -15,14 +15,15 @@ ITEM_BP = {"every": "1h",
 
 
 def shop(day: int = 0, products=PRODUCTS, price_text: str | None = None, name_text: str | None = None,
-         stock_text: str | None = None) -> str:
+         stock_text: str | None = None, prices: bool = True) -> str:
     """The listing on `day` (prices move a little each day); `*_text` puts that text in every
-    record's field instead of its value (a wall, a teaser, a placeholder)."""
+    record's field instead of its value (a wall, a teaser, a placeholder); `prices=False`: the
+    cards lose their price entirely."""
     rows = []
     for i, (name, price, stock) in enumerate(products):
         moved = round(price * (1 + 0.03 * ((day + i) % 4)), 2)
-        rows.append(f'<li class="product"><h3 class="name">{name_text or name}</h3>'
-                    f'<span class="price">{price_text or f"${moved:.2f}"}</span>'
+        price_node = f'<span class="price">{price_text or f"${moved:.2f}"}</span>' if prices else ""
+        rows.append(f'<li class="product"><h3 class="name">{name_text or name}</h3>{price_node}'
                     f'<span class="stock">{stock_text or stock}</span></li>')
     return ('<html><head><title>Outdoor shop</title></head><body><nav><a href="/">home</a></nav>'
             f'<h2>Our products</h2><ul class="products">{"".join(rows)}</ul><footer>Shop Ltd</footer></body></html>')
