@@ -167,6 +167,20 @@ class Validator(ServiceActor):
             log.exception("value profile check of %s failed", job.name)
             return outcome, None
 
+    def _missing(self, page: ExtractedPage) -> str | None:
+        """Why the listing leaves out records the page still shows (`completeness.missing_records`,
+        in the trial worker), or None; a check that fails says nothing."""
+        html = page.page_text()
+        if html is None:
+            return None
+        try:
+            good = snapshots.get(self.conn, page.job.name, snapshots.LAST_GOOD)
+            return self.bounded("missing_records", cached_blueprint(page.job.blueprint_json),
+                                good["html"] if good else None, html)
+        except Exception:
+            log.exception("completeness check of %s failed", page.job.name)
+            return None
+
     def _same_structure(self, page: ExtractedPage) -> bool:
         """Whether the selectors land on the same structure as on the last good page (the page's
         locus unchanged, or the page's bytes unchanged): the nodes are still there."""
@@ -267,6 +281,12 @@ class Validator(ServiceActor):
                     why = None
                 if why:
                     log.warning("%s: the scrape passed validation but drifted: %s", job.name, why)
+                    outcome = drifted(outcome, why, job.host)
+            if outcome.ok and not outcome.not_modified and counts and outcome.item_count is not None \
+                    and outcome.item_count < counts[-1]:
+                why = self._missing(page)   # fewer records: does the page still show the others?
+                if why:
+                    log.warning("%s: the scrape passed validation but leaves out records: %s", job.name, why)
                     outcome = drifted(outcome, why, job.host)
             if outcome.ok and learned:
                 outcome.profiles = learned

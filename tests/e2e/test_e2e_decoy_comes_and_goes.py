@@ -1,0 +1,40 @@
+"""A decoy that comes and goes, end to end: a "Sponsored" row appears on top of a class-less
+product table and is removed again. Every scrape the real daemon stores is the six products:
+a selector that leaves out records the page still shows is drift, never a smaller listing."""
+
+from __future__ import annotations
+
+from tests.support.daemon import FAST_CONFIG
+from tests.support.decoypages import PLIST_BP, SIX, plist
+from tests.support.sitepages import write_blueprint
+
+BUILTIN = FAST_CONFIG.replace("[doctor]", '[doctor]\nladder = ["builtin"]')
+TRUTH = [{"name": n, "brand": b, "price": float(p), "sku": s} for n, b, p, s in SIX]
+
+
+def stored(d) -> list:
+    return [rec["data"] for rec in d.ctl_json("records", "plist", "--limit", "100")]
+
+
+def test_every_stored_scrape_is_the_six_products(site, daemon_factory, tmp_path):
+    d = daemon_factory(BUILTIN).start()
+    site.page("/plist", plist())
+    r = d.ctl("add", "plist", "--blueprint", write_blueprint(tmp_path / "plist.json", site.url("/plist"), PLIST_BP))
+    assert r.returncode == 0, r.stderr
+    assert d.ctl_json("run", "plist")["ok"] is True
+    site.page("/plist", plist(sponsored=True))
+    d.ctl_json("run", "plist")
+    d.wait_for(lambda: d.ctl_json("status", "plist")["state"] in ("ACTIVE", "QUARANTINED")
+               and [h for h in d.ctl_json("history", "plist") if h["kind"] == "fix"], timeout=90,
+               what="the sponsored row dealt with")
+    assert all(data == TRUTH for data in stored(d)), stored(d)
+    site.page("/plist", plist())   # the sponsored row goes again
+    for _ in range(3):
+        d.ctl_json("run", "plist")
+        assert all(data == TRUTH for data in stored(d)), stored(d)
+    d.wait_for(lambda: d.ctl_json("run", "plist")["ok"] is True, timeout=90, what="the six products stored again")
+    assert all(data == TRUTH for data in stored(d)), stored(d)
+    assert len(stored(d)) >= 2
+    # The Doctor healed the listing back (never "nothing to heal" while records are left out).
+    fixes = [h for h in d.ctl_json("history", "plist") if h["kind"] == "fix"]
+    assert len(fixes) >= 2 and fixes[0]["outcome"] == "promoted", fixes
