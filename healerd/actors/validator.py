@@ -146,6 +146,11 @@ class Validator(ServiceActor):
             bp = cached_blueprint(job.blueprint_json)
             data, raw = page.extraction.data, page.extraction.raw
             texts = {name: field_texts(data, raw, name)[:PROFILE_VALUES] for name in bp.fields}
+            # Behind a wall: one placeholder text in every record (or no digit where every value had
+            # one); a single record's value is a wall when the structure around it did not move. Values
+            # that differ from record to record in a listing are another node's data (or a new format):
+            # healed or reported, never waited out.
+            single = not isinstance(data, list)
             gone = [d for name, spec in bp.fields.items() if spec.profile
                     and (d := check(name, known.get(name), texts[name])) is not None]
             if not outcome.ok:
@@ -153,12 +158,12 @@ class Validator(ServiceActor):
                 # as placeholders while every field's selector still finds its node.
                 found = all(any(t is not None for t in texts[name]) for name, spec in bp.fields.items()
                             if spec.required)
-                if gone and found and (all(d.placeholder for d in gone) or self._same_structure(page)):
+                if gone and found and (all(d.placeholder for d in gone) or (single and self._same_structure(page))):
                     log.warning("%s: a field wall: %s", job.name, "; ".join(d.reason for d in gone))
                     return refused_values(outcome, gone, job.host, True), None
                 return outcome, None
             if gone:
-                wall = all(d.placeholder for d in gone) or self._same_structure(page)
+                wall = all(d.placeholder for d in gone) or (single and self._same_structure(page))
                 log.warning("%s: values left their profile%s: %s", job.name, " (a field wall)" if wall else "",
                             "; ".join(d.reason for d in gone))
                 return refused_values(outcome, gone, job.host, wall), None
