@@ -23,3 +23,17 @@ def test_look_alikes_left_out_on_the_last_good_page_too_are_a_persons_choice():
     assert missing_records(skip_first, plist(), plist()) is None
     assert missing_records(bp("#plist tbody tr"), plist(), plist()) is None
     assert missing_records(bp("#plist tbody tr"), None, plist()) is None
+
+
+def test_a_positional_exclusion_is_rewritten_to_the_telling_class():
+    from healerd.core.extract import extract
+    from healerd.core.telling_feature import by_telling_feature, positional
+
+    assert positional("tr:nth-child(n+2)") and positional("#t tr:not(:first-child)") and not positional("tr.row")
+    rewritten = by_telling_feature(bp("tr:nth-child(n+2)"), plist(sponsored=True))
+    assert rewritten is not None and rewritten.items == "tbody > tr:not(.sponsored)"
+    assert len(extract(plist(), rewritten).data) == len(extract(plist(sponsored=True), rewritten).data) == 6
+    # Nothing tells the left-out row apart (no class): no rewrite.
+    plain = plist(sponsored=True).replace('<tr class="sponsored">', "<tr>")
+    assert by_telling_feature(bp("tr:nth-child(n+2)"), plain) is None
+    assert by_telling_feature(bp("#plist tbody tr"), plist(sponsored=True)) is None

@@ -4,7 +4,9 @@ a selector that leaves out records the page still shows is drift, never a smalle
 
 from __future__ import annotations
 
-from tests.support.daemon import FAST_CONFIG
+import json
+
+from tests.support.daemon import FAST_CONFIG, db_rows
 from tests.support.decoypages import PLIST_BP, SIX, plist
 from tests.support.sitepages import write_blueprint
 
@@ -28,13 +30,33 @@ def test_every_stored_scrape_is_the_six_products(site, daemon_factory, tmp_path)
                and [h for h in d.ctl_json("history", "plist") if h["kind"] == "fix"], timeout=90,
                what="the sponsored row dealt with")
     assert all(data == TRUTH for data in stored(d)), stored(d)
+    # The repair leaves the row out by what tells it apart, not by its position.
+    body = json.loads(db_rows(d, "SELECT body FROM parser_versions WHERE source_name = 'plist' "
+                                 "AND status = 'production'")[0]["body"])
+    assert body["items"] == "tbody > tr:not(.sponsored)", body
     site.page("/plist", plist())   # the sponsored row goes again
+    assert d.ctl_json("run", "plist")["ok"] is True   # the six products, with no repair needed
     for _ in range(3):
         d.ctl_json("run", "plist")
         assert all(data == TRUTH for data in stored(d)), stored(d)
     d.wait_for(lambda: d.ctl_json("run", "plist")["ok"] is True, timeout=90, what="the six products stored again")
     assert all(data == TRUTH for data in stored(d)), stored(d)
     assert len(stored(d)) >= 2
-    # The Doctor healed the listing back (never "nothing to heal" while records are left out).
     fixes = [h for h in d.ctl_json("history", "plist") if h["kind"] == "fix"]
-    assert len(fixes) >= 2 and fixes[0]["outcome"] == "promoted", fixes
+    assert len(fixes) == 1 and fixes[0]["outcome"] == "promoted", fixes
+
+
+def test_a_positional_blueprint_that_outlived_its_decoy_never_stores_a_short_listing(site, daemon_factory, tmp_path):
+    d = daemon_factory(BUILTIN).start()
+    site.page("/plist", plist(sponsored=True))
+    skip_first = dict(PLIST_BP, items="#plist tbody tr:nth-child(n+2)")
+    r = d.ctl("add", "plist", "--blueprint", write_blueprint(tmp_path / "plist.json", site.url("/plist"), skip_first))
+    assert r.returncode == 0, r.stderr
+    assert d.ctl_json("run", "plist")["ok"] is True
+    site.page("/plist", plist())   # the sponsored row goes: the first product is left out by position
+    out = d.ctl_json("run", "plist")
+    assert out["ok"] is False and out["error_type"] == "SCHEMA_MISMATCH", out
+    assert "leaves out 1 record(s)" in out["error"] and "Trail Kettle" in out["error"], out
+    assert all(data == TRUTH for data in stored(d)), stored(d)
+    d.wait_for(lambda: d.ctl_json("run", "plist")["ok"] is True, timeout=90, what="the listing healed")
+    assert all(data == TRUTH for data in stored(d)), stored(d)

@@ -191,6 +191,9 @@ class Trials:
         if name == "gone_fields":
             from healerd.core.heal.data_gone import gone_fields
             return gone_fields(*args)
+        if name == "by_telling_feature":
+            from healerd.core.telling_feature import by_telling_feature
+            return by_telling_feature(*args)
         if name == "missing_records":
             from healerd.core.completeness import missing_records
             return missing_records(*args)

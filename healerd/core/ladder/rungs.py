@@ -117,7 +117,7 @@ class Rungs:
         if result.unchanged or result.blueprint is None:
             tried.append("builtin: the old selectors still work on the current page")
             return None
-        candidate = result.blueprint
+        candidate = self.by_telling_feature(ctx, result.blueprint)
         if self.already_rejected(att, candidate):
             tried.append("builtin: the same candidate was rejected before (not retried)")
             return {"outcome": "rejected", "strategy": "builtin", "reason": "candidate already rejected once",
@@ -126,6 +126,16 @@ class Rungs:
         tried.append(f"builtin: {res['outcome']}: {res['reason']}")
         return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
                 "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
+
+    def by_telling_feature(self, ctx: DiagnosisContext, candidate: Blueprint) -> Blueprint:
+        """A candidate that leaves look-alikes out by position, rewritten to leave them out by the
+        class that tells them apart (`telling_feature`: it stays right when they go); else as it is."""
+        try:
+            return self.ports.trials.bounded("by_telling_feature", candidate,
+                                             visible_html(ctx.current_html or "")) or candidate
+        except Exception:
+            log.exception("could not look for a telling feature for %s", ctx.source_name)
+            return candidate
 
     def without_gone(self, ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
         """The blueprint a person could use now: the gone fields made optional and the others repaired
