@@ -18,3 +18,10 @@ def plist(sponsored: bool = False, rows=SIX) -> str:
     return ('<html><head><title>Products</title></head><body><h1>Products</h1><table id="plist"><thead><tr>'
             '<th>Name</th><th>Brand</th><th>Price</th><th>SKU</th></tr></thead>'
             f'<tbody>{ad}{body}</tbody></table></body></html>')
+
+
+def plist_without_price(rows=SIX) -> str:
+    """The price column removed: the SKU column moves into its place (the third cell)."""
+    body = "".join(f"<tr><td>{n}</td><td>{b}</td><td>{s}</td></tr>" for n, b, _p, s in rows)
+    return ('<html><head><title>Products</title></head><body><h1>Products</h1><table id="plist"><thead><tr>'
+            f'<th>Name</th><th>Brand</th><th>SKU</th></tr></thead><tbody>{body}</tbody></table></body></html>')
