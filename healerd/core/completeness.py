@@ -46,7 +46,7 @@ def left_out_alike(blueprint: Blueprint, tree: LexborHTMLParser) -> list[LexborN
         parent = n.parent
         if parent is not None:
             by_parent.setdefault(parent.mem_id, (parent, []))[1].append(n)
-    out = []
+    out: list[LexborNode] = []
     for parent, kids in by_parent.values():
         if len(kids) < 2:
             continue
