@@ -201,7 +201,9 @@ def why_out(p: dict, text: str) -> str | None:
     s = shape(text)
     lo, hi = p["len"]
     n = p["values"]
-    if _shaped(p) and s.kind in (WORD, TEXT) and not p["kinds"].get(s.kind):
+    # words where the values were numbers, money or dates ("Sale! $19.99" keeps its number: the
+    # letters rule below judges it)
+    if _shaped(p) and s.kind in (WORD, TEXT) and not s.digit and not p["kinds"].get(s.kind):
         return f"its raw text is {s.kind} where the field's values were {_kinds_said(p)}"
     if p["digits"] >= SHAPED_SHARE * n and not s.digit:
         return "its raw text has no digit where every value had one"

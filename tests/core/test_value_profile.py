@@ -108,6 +108,12 @@ def test_no_judgement_before_enough_history():
     assert check("price", p, ["Sign in to see your price (save 15%)"] * 2) is not None
 
 
+def test_a_price_with_a_short_badge_keeps_its_number_and_its_profile():
+    p = learned(prices, random.Random(2))
+    assert check("price", p, [f"Sale! ${9 + i}.99" for i in range(6)]) is None
+    assert check("price", p, ["Members save up to 20% — log in"] * 6) is not None
+
+
 def test_a_few_odd_values_among_many_are_tolerated():
     p = learned(prices, random.Random(11))
     assert check("price", p, ["$12.00"] * 9 + ["Call us"]) is None
