@@ -23,6 +23,7 @@ from healerd.adapters.trials import TooSlow
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
 from healerd.core.selector_bounds import SelectorRefused, candidate_digest, check_blueprint
+from healerd.core.visible import visible_html
 from healerd.store import snapshots, sources, value_profiles, versions
 from healerd.store.ledger import Ledger
 
@@ -180,7 +181,7 @@ class Deployer(ServiceActor):
                         status=page.status, confidence=msg.confidence,
                         relabelled=self._relabelled(production, good, candidate, page.text, cand_ex),
                         hidden=self._hidden(candidate, page.text, cand_ex), profiles=value_profiles.load(self.conn, name),
-                        origin=msg.origin)
+                        origin=msg.origin, by_position=self._by_position(candidate, page.text))
         if verdict.action == REJECT and msg.page_html and msg.page_html != page.text:
             merged = self._merge_layouts(msg, candidate, production, prod_ex, page, counts, good, flagged, version)
             if merged is not None:
@@ -214,6 +215,18 @@ class Deployer(ServiceActor):
             return self.bounded("reads_hidden", candidate, html, cand_ex.data)
         except Exception as exc:
             return f"whether it reads hidden nodes could not be checked ({getattr(exc, 'reason', None) or exc})"
+
+    def _by_position(self, candidate, html: str) -> str | None:
+        """Does the candidate leave look-alikes out by position where a class tells them apart?
+        (in the trial worker; a check that cannot finish says nothing: the other checks stand)."""
+        try:
+            better = self.bounded("by_telling_feature", candidate, visible_html(html))
+        except Exception:
+            return None
+        if better is None:
+            return None
+        return (f"the items selector {candidate.items!r} leaves look-alike records out by position where a class "
+                f"tells them apart ({better.items!r} selects the same records and stays right when they go)")
 
     def _relabelled(self, production, good, candidate, html: str, cand_ex) -> str | None:
         """Does the candidate read a field from under another heading than the last good page's?

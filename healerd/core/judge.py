@@ -191,7 +191,7 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
           last_good: Any = None, flagged_for_review: bool = False, status: int = 200,
           confidence: float | None = None, last_good_html: str | None = None,
           relabelled: str | None = None, hidden: str | None = None, profiles: dict | None = None,
-          origin: str | None = None) -> Verdict:
+          origin: str | None = None, by_position: str | None = None) -> Verdict:
     """Decide promote / stage / reject for a candidate extraction on the live page.
 
     `confidence` is the healer's own (0..1, None when it gives none); below LOW_CONFIDENCE a
@@ -203,7 +203,9 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
     worked out there too): rejected; `profiles`: the source's value profiles, which the
     candidate's values must keep (`value_profile.check`); `origin`: an "external" candidate that
     gives no confidence is promoted only on the evidence a built-in heal needs (the last good
-    records read back whole), never on validation alone."""
+    records read back whole), never on validation alone; `by_position`: the candidate's items
+    selector leaves look-alikes out by position where a class tells them apart
+    (`telling_feature.by_telling_feature`): staged, it would drop a record once they go."""
     held = never_auto_apply(production, candidate)
     result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
                       status=status)
@@ -256,6 +258,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
         return Verdict(REJECT, "implausible: " + "; ".join(problems[:4]), result, problems)
     if held:
         return Verdict(STAGE, held, result)
+    if by_position:
+        return Verdict(STAGE, f"{by_position}: promotion waits for a person (healerctl approve)", result)
     missed = left_out(candidate, data, last_good, html)
     if missed:
         return Verdict(STAGE, missed, result)

@@ -37,3 +37,17 @@ def test_a_positional_exclusion_is_rewritten_to_the_telling_class():
     plain = plist(sponsored=True).replace('<tr class="sponsored">', "<tr>")
     assert by_telling_feature(bp("tr:nth-child(n+2)"), plain) is None
     assert by_telling_feature(bp("#plist tbody tr"), plist(sponsored=True)) is None
+
+
+def test_the_judge_stages_a_repair_that_excludes_by_position():
+    from healerd.core.extract import extract
+    from healerd.core.judge import PROMOTE, STAGE, judge
+
+    html = plist(sponsored=True)
+    candidate, production = bp("#plist tbody tr:nth-child(n+2)"), bp("#plist tbody tr.gone")
+    last_good = extract(plist(), bp("#plist tbody tr")).data
+    ex = extract(html, candidate)
+    assert judge(candidate, production, ex, html, last_good=last_good, confidence=0.9).action == PROMOTE
+    v = judge(candidate, production, ex, html, last_good=last_good, confidence=0.9,
+              by_position="the items selector leaves look-alikes out by position")
+    assert v.action == STAGE and "by position" in v.reason

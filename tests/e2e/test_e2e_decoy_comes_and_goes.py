@@ -60,3 +60,28 @@ def test_a_positional_blueprint_that_outlived_its_decoy_never_stores_a_short_lis
     assert all(data == TRUTH for data in stored(d)), stored(d)
     d.wait_for(lambda: d.ctl_json("run", "plist")["ok"] is True, timeout=90, what="the listing healed")
     assert all(data == TRUTH for data in stored(d)), stored(d)
+
+
+def test_an_external_repair_excluding_the_decoy_by_position_waits_for_a_person(site, daemon_factory, tmp_path):
+    from tests.support.external_heal import fix_rows, healer_config, production_versions
+    from tests.support.healer_server import HealerServer, healed
+
+    answer = dict(PLIST_BP, items="#plist tbody tr:nth-child(n+2)")
+    healer = HealerServer(lambda req: healed(answer, "skip the sponsored first row"))
+    try:
+        d = daemon_factory(healer_config(healer.url)).start()
+        site.page("/plist", plist())
+        r = d.ctl("add", "plist", "--blueprint", write_blueprint(tmp_path / "plist.json", site.url("/plist"),
+                                                                   PLIST_BP))
+        assert r.returncode == 0, r.stderr
+        assert d.ctl_json("run", "plist")["ok"] is True
+        site.page("/plist", plist(sponsored=True))
+        assert d.ctl_json("run", "plist")["ok"] is False
+        d.wait_for(lambda: fix_rows(d, "plist"), timeout=60, what="the external fix attempt")
+        fix = fix_rows(d, "plist")[0]
+        assert fix["outcome"] == "staged" and "by position" in fix["reason"], fix
+        assert "#plist tbody tr:not(.sponsored)" in fix["reason"], fix
+        assert production_versions(d, "plist") == [1]
+        assert all(data == TRUTH for data in stored(d)), stored(d)
+    finally:
+        healer.stop()
