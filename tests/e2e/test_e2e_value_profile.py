@@ -93,3 +93,18 @@ def test_a_field_wall_spends_no_attempt_and_lifts_by_itself(site, daemon_factory
     assert "Anmelden, um diesen Wert zu sehen" not in all_values(d, "walled")
     d.wait_for(lambda: d.ctl_json("status", "walled")["state"] == "ACTIVE", timeout=30, what="ACTIVE again")
     assert any(a["event"] == "RECOVERED" for a in d.alerts() if a["source"] == "walled")
+
+
+def test_values_out_of_profile_that_vary_are_a_breakage_the_doctor_sees(site, daemon_factory, tmp_path):
+    """Each record's price now inside a sentence (not one placeholder text): SCHEMA_MISMATCH, and
+    the Doctor's diagnosis sees the same departure — a fix attempt, never "nothing to heal" with
+    the scrape retried at once, over and over."""
+    d = daemon_factory(FAST_CONFIG).start()
+    stored = add_and_learn(d, site, tmp_path, "sentences", SHOP_BP, shop)
+    site.page("/sentences", shop(LEARN).replace('<span class="price">$',
+                                                '<span class="price">Our price today, VAT included: $'))
+    out = d.ctl_json("run", "sentences")
+    assert (out["ok"], out["error_type"]) == (False, "SCHEMA_MISMATCH"), out
+    d.wait_for(lambda: [h for h in d.ctl_json("history", "sentences") if h["kind"] == "fix"], timeout=60,
+               what="a fix attempt on the values out of profile")
+    assert len(d.ctl_json("records", "sentences", "--limit", "100")) == stored

@@ -110,6 +110,9 @@ class Reads:
     def failing_page(self, name):
         return self.w.failing
 
+    def value_profiles(self, name):
+        return getattr(self.w, "profiles", {})
+
     def recent_attempts(self, name, since):
         rows = [f for f in self.w.fixes if since is None or f["at"] >= since]
         return [{"at": f["at"], "strategy": f["strategy"], "outcome": f["outcome"], "reason": f["reason"]}

@@ -86,7 +86,8 @@ def _judged(ports: LadderPorts, att: Attempt, src: dict, bp: Blueprint, version:
     counts = json.loads(src["item_counts"] or "[]")
     result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                       status=status)
-    reason = drift(ports, bp, good, html, ex.data) if result.passed else None
+    reason = (drift(ports, bp, good, html, ex.data) or left_profile(ports, att.name, bp, ex)) if result.passed \
+        else None
     if reason:
         ctx = context(att, src, bp, version, good, html, errors.SCHEMA_MISMATCH, reason, [reason], result.report())
     elif result.passed:
@@ -133,6 +134,22 @@ def drift(ports: LadderPorts, bp: Blueprint, good: dict | None, html: str, data:
         log.exception("drift check failed")
         return None
     return f"drift: {reason}" if reason else None
+
+
+def left_profile(ports: LadderPorts, name: str, bp: Blueprint, ex: Any) -> str | None:
+    """The Validator's value-profile check on the page the Doctor diagnoses: values that left their
+    profile are no page that "passes" (else the scrape it refused would be retried at once, again
+    and again)."""
+    from healerd.core.value_profile import check, field_texts
+
+    try:
+        profiles = ports.reads.value_profiles(name)
+        gone = [d.reason for n, spec in bp.fields.items() if spec.profile
+                and (d := check(n, profiles.get(n), field_texts(ex.data, ex.raw, n))) is not None]
+    except Exception:
+        log.exception("value profile check failed")
+        return None
+    return "; ".join(gone) or None
 
 
 def status_of(ctx: DiagnosisContext) -> int | None:
