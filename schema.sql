@@ -175,6 +175,16 @@ CREATE TABLE IF NOT EXISTS version_snapshots (
     PRIMARY KEY (source_name, version)
 );
 
+-- Per source and field: the value profile learned from its good scrapes (JSON of
+-- healerd.core.value_profile), widened as scrapes pass; a scrape whose values leave it is refused.
+CREATE TABLE IF NOT EXISTS value_profiles (
+    source_name TEXT NOT NULL REFERENCES sources(name) ON DELETE CASCADE,
+    field       TEXT NOT NULL,
+    profile     TEXT NOT NULL,
+    updated_at  REAL NOT NULL,
+    PRIMARY KEY (source_name, field)
+);
+
 -- Scraped output, newest kept up to the retention limit per source.
 CREATE TABLE IF NOT EXISTS records (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -23,7 +23,8 @@ from healerd.adapters.trials import TooSlow
 from healerd.core.blueprint import Blueprint, from_json
 from healerd.core.judge import PROMOTE, REJECT, STAGE, judge
 from healerd.core.selector_bounds import SelectorRefused, candidate_digest, check_blueprint
-from healerd.store import snapshots, sources, versions
+from healerd.core.visible import visible_html
+from healerd.store import snapshots, sources, value_profiles, versions
 from healerd.store.ledger import Ledger
 
 log = logging.getLogger("healerd.deployer")
@@ -230,7 +231,9 @@ class Deployer(ServiceActor):
         verdict = judge(candidate, production, cand_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged,
                         status=page.status, confidence=msg.confidence,
-                        relabelled=self._relabelled(production, good, candidate, page.text, cand_ex))
+                        relabelled=self._relabelled(production, good, candidate, page.text, cand_ex),
+                        hidden=self._hidden(candidate, page.text, cand_ex), profiles=value_profiles.load(self.conn, name),
+                        origin=msg.origin, by_position=self._by_position(candidate, page.text))
         if verdict.action == REJECT and msg.page_html and msg.page_html != page.text:
             merged = self._merge_layouts(msg, candidate, production, prod_ex, page, counts, good, flagged, version)
             if merged is not None:
@@ -256,6 +259,26 @@ class Deployer(ServiceActor):
         except Exception as exc:
             self.registry.write(Ledger.reject_version, name, version, f"the promotion failed: {exc}", validation)
             raise
+
+    def _hidden(self, candidate, html: str, cand_ex) -> str | None:
+        """Does the candidate read nodes a browser would not render? Evaluated in the trial worker;
+        a check that cannot finish there refuses the candidate rather than let it through unchecked."""
+        try:
+            return self.bounded("reads_hidden", candidate, html, cand_ex.data)
+        except Exception as exc:
+            return f"whether it reads hidden nodes could not be checked ({getattr(exc, 'reason', None) or exc})"
+
+    def _by_position(self, candidate, html: str) -> str | None:
+        """Does the candidate leave look-alikes out by position where a class tells them apart?
+        (in the trial worker; a check that cannot finish says nothing: the other checks stand)."""
+        try:
+            better = self.bounded("by_telling_feature", candidate, visible_html(html))
+        except Exception:
+            return None
+        if better is None:
+            return None
+        return (f"the items selector {candidate.items!r} leaves look-alike records out by position where a class "
+                f"tells them apart ({better.items!r} selects the same records and stays right when they go)")
 
     def _relabelled(self, production, good, candidate, html: str, cand_ex) -> str | None:
         """Does the candidate read a field from under another heading than the last good page's?
@@ -302,7 +325,8 @@ class Deployer(ServiceActor):
             return deploy_result("rejected", mv, f"the merged parser failed on the live page: {exc}")
         verdict = judge(merged, production, merged_ex, page.text, production_ex=prod_ex, recent_counts=counts,
                         last_good=good["records"] if good else None, flagged_for_review=flagged, status=page.status,
-                        confidence=msg.confidence)
+                        confidence=msg.confidence, hidden=self._hidden(merged, page.text, merged_ex),
+                        profiles=value_profiles.load(self.conn, msg.name), origin=msg.origin)
         validation = verdict.to_dict()
         validation["proved_on"] = ["the live page", "the page the candidate was made for"]
         reason = f"two layouts at once: merged with production, proved on both ({verdict.reason})"

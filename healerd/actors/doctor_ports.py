@@ -15,7 +15,7 @@ from healerd.core.blueprint import Blueprint
 from healerd.core.diagnosis import DiagnosisContext
 from healerd.core.extract import Extraction, PageLimits
 from healerd.core.ladder.ports import CallCount, FetchedPage, FetchFailed, HealerClient, MemoryMatch, TrialTooSlow
-from healerd.store import doctor_reads, fixes, snapshots, sources, versions
+from healerd.store import doctor_reads, fixes, snapshots, sources, value_profiles, versions
 from healerd.store.health_writes import systemic_halt
 from healerd.store.ledger import Ledger
 from healerd.store.memory import FixMemory
@@ -51,6 +51,9 @@ class StoreReads:
 
     def failing_page(self, name: str) -> dict | None:
         return snapshots.get(self.conn, name, snapshots.CURRENT)
+
+    def value_profiles(self, name: str) -> dict[str, dict]:
+        return value_profiles.load(self.conn, name)
 
     def recent_attempts(self, name: str, since: float | None) -> list[dict]:
         return fixes.recent(self.conn, name, since=since)

@@ -22,7 +22,8 @@ from healerd.core import errors
 from healerd.core.classify import failure_fingerprint
 from healerd.core.drift import placeholder_suspect, shift_suspect
 from healerd.core.validate import last_good_sample, validate
-from healerd.store import snapshots, sources
+from healerd.core.value_profile import Departure
+from healerd.store import snapshots, sources, value_profiles
 from healerd.store.ledger import Ledger
 from healerd.store.outcomes import ITEM_COUNT_MEMORY, ScrapeOutcome
 
@@ -68,7 +69,26 @@ def drifted(outcome: ScrapeOutcome, reason: str, host: str) -> ScrapeOutcome:
     return outcome
 
 
-FORGOTTEN = -1   # a version no source has: the next page sets the baseline (see Validator._drift)
+def refused_values(outcome: ScrapeOutcome, gone: list[Departure], host: str, wall: bool) -> ScrapeOutcome:
+    """A scrape that passed validation but whose values left their profile: not data. Behind a
+    wall (the selectors still find the nodes, which show a placeholder) it is BLOCKED — no fix
+    can help, the source backs off as for a login wall and recovers when the values return;
+    otherwise SCHEMA_MISMATCH, healed like any breakage. Nothing is stored either way."""
+    reasons = "; ".join(d.reason for d in gone)
+    outcome.ok = False
+    if wall:
+        outcome.error_type = errors.BLOCKED
+        outcome.error = f"Blocked: a field behind a wall (the selectors still find the node): {reasons}"
+    else:
+        outcome.error_type = errors.SCHEMA_MISMATCH
+        outcome.error = reasons
+    outcome.fingerprint = failure_fingerprint(outcome.error_type, host,
+                                              "value profile " + ",".join(sorted(d.field for d in gone)))
+    return outcome
+
+
+FORGOTTEN = -1
+PROFILE_VALUES = 500   # values of a field per scrape the profile judges and learns from   # a version no source has: the next page sets the baseline (see Validator._drift)
 
 
 class Validator(ServiceActor):
@@ -77,6 +97,8 @@ class Validator(ServiceActor):
         self.history: dict[str, tuple[list[int], object]] = {}
         # Per source: (production version, locus of its last good page) — see healerd.core.drift.
         self.loci: dict[str, tuple[int | None, str]] = {}
+        # Per source: field -> value profile (healerd.core.value_profile), loaded once from SQLite.
+        self.profiles: dict[str, dict[str, dict]] = {}
 
     def _drift(self, page: ExtractedPage, suspect: bool) -> str | None:
         """Why a passing scrape's records are not where the last good ones were, or None. Only a
@@ -109,6 +131,74 @@ class Validator(ServiceActor):
         if reason is None:   # this page becomes the last good one
             self.loci[job.name] = (job.version, page.locus or "")
         return reason
+
+    def _profile(self, page: ExtractedPage, outcome: ScrapeOutcome) -> tuple[ScrapeOutcome, dict | None]:
+        """The scrape judged against its fields' value profiles: refused when values left them,
+        else (the outcome, the profiles it widens). A failure of the check stores nothing new in
+        the profiles and leaves the scrape as validation judged it."""
+        from healerd.core.value_profile import check, field_texts, learn
+
+        job = page.job
+        try:
+            known = self.profiles.get(job.name)
+            if known is None:
+                known = self.profiles[job.name] = value_profiles.load(self.conn, job.name)
+            bp = cached_blueprint(job.blueprint_json)
+            data, raw = page.extraction.data, page.extraction.raw
+            texts = {name: field_texts(data, raw, name)[:PROFILE_VALUES] for name in bp.fields}
+            # Behind a wall: one placeholder text in every record (or no digit where every value had
+            # one); a single record's value is a wall when the structure around it did not move. Values
+            # that differ from record to record in a listing are another node's data (or a new format):
+            # healed or reported, never waited out.
+            single = not isinstance(data, list)
+            gone = [d for name, spec in bp.fields.items() if spec.profile
+                    and (d := check(name, known.get(name), texts[name])) is not None]
+            if not outcome.ok:
+                # Validation refused the scrape already: a wall when the values left their profile
+                # as placeholders while every field's selector still finds its node.
+                found = all(any(t is not None for t in texts[name]) for name, spec in bp.fields.items()
+                            if spec.required)
+                if gone and found and (all(d.placeholder for d in gone) or (single and self._same_structure(page))):
+                    log.warning("%s: a field wall: %s", job.name, "; ".join(d.reason for d in gone))
+                    return refused_values(outcome, gone, job.host, True), None
+                return outcome, None
+            if gone:
+                wall = all(d.placeholder for d in gone) or (single and self._same_structure(page))
+                log.warning("%s: values left their profile%s: %s", job.name, " (a field wall)" if wall else "",
+                            "; ".join(d.reason for d in gone))
+                return refused_values(outcome, gone, job.host, wall), None
+            return outcome, {name: learn(known.get(name), values) for name, values in texts.items()}
+        except Exception:
+            log.exception("value profile check of %s failed", job.name)
+            return outcome, None
+
+    def _missing(self, page: ExtractedPage) -> str | None:
+        """Why the listing leaves out records the page still shows (`completeness.missing_records`,
+        in the trial worker), or None; a check that fails says nothing."""
+        html = page.page_text()
+        if html is None:
+            return None
+        try:
+            good = snapshots.get(self.conn, page.job.name, snapshots.LAST_GOOD)
+            return self.bounded("missing_records", cached_blueprint(page.job.blueprint_json),
+                                good["html"] if good else None, html)
+        except Exception:
+            log.exception("completeness check of %s failed", page.job.name)
+            return None
+
+    def _same_structure(self, page: ExtractedPage) -> bool:
+        """Whether the selectors land on the same structure as on the last good page (the page's
+        locus unchanged, or the page's bytes unchanged): the nodes are still there."""
+        job = page.job
+        if page.locus is None:
+            return True
+        known = self.loci.get(job.name)
+        if known is not None and known[0] == job.version:
+            return known[1] == page.locus
+        good = snapshots.get(self.conn, job.name, snapshots.LAST_GOOD)
+        if good is None or not good["html"]:
+            return False
+        return self.bounded("page_locus", good["html"], cached_blueprint(job.blueprint_json)) == page.locus
 
     def _history(self, name: str) -> tuple[list[int], object]:
         h = self.history.get(name)
@@ -166,6 +256,7 @@ class Validator(ServiceActor):
             self._handle(message)
         elif isinstance(message, ForgetHistory):
             self.history.pop(message.name, None)
+            self.profiles.pop(message.name, None)
             # A person's new blueprint: the last good page was another blueprint's, so the next
             # page is the new one's baseline (as after a promotion), never compared with it.
             self.loci[message.name] = (FORGOTTEN, "")
@@ -176,6 +267,10 @@ class Validator(ServiceActor):
         try:
             counts, last_good = self._history(job.name)
             outcome = judge(page, counts, last_good)
+            learned = None
+            if page.extraction is not None and not outcome.not_modified \
+                    and (outcome.ok or outcome.error_type in errors.HEALABLE_BY_SELECTORS):
+                outcome, learned = self._profile(page, outcome)
             if not outcome.ok and outcome.error_type in errors.HEALABLE_BY_SELECTORS and page.page_text() is not None:
                 try:
                     outcome.plan = self._plan_before_heal(page, outcome, counts, last_good)
@@ -192,6 +287,15 @@ class Validator(ServiceActor):
                 if why:
                     log.warning("%s: the scrape passed validation but drifted: %s", job.name, why)
                     outcome = drifted(outcome, why, job.host)
+            if outcome.ok and not outcome.not_modified and counts and outcome.item_count is not None \
+                    and outcome.item_count < counts[-1]:
+                why = self._missing(page)   # fewer records: does the page still show the others?
+                if why:
+                    log.warning("%s: the scrape passed validation but leaves out records: %s", job.name, why)
+                    outcome = drifted(outcome, why, job.host)
+            if outcome.ok and learned:
+                outcome.profiles = learned
+                self.profiles[job.name] = {**self.profiles.get(job.name, {}), **learned}
             if outcome.plan is not None:   # the version that comes in passed on this page
                 if outcome.plan["item_count"] is not None:
                     counts = (counts + [outcome.plan["item_count"]])[-ITEM_COUNT_MEMORY:]

@@ -192,13 +192,16 @@ def redact_blueprint(bp: Blueprint, with_parser: bool = False) -> dict[str, Any]
 
 
 def trim_page(html: str | None, max_chars: int) -> str:
-    """The page without script/style/noscript/svg elements and comments, cut to `max_chars`."""
+    """The page without script/style/noscript/svg elements, comments and the text of hidden nodes
+    (`visible.visible_html`: what a browser would not render is not sent), cut to `max_chars`."""
     if not html:
         return ""
     try:
         from selectolax.lexbor import LexborHTMLParser
 
-        tree = LexborHTMLParser(html)
+        from healerd.core.visible import visible_html
+
+        tree = LexborHTMLParser(visible_html(html))
         tree.strip_tags(["script", "style", "noscript", "svg", "template"])
         if tree.root is not None:
             for node in [n for n in tree.root.traverse(include_text=True) if n.tag == "-comment"]:

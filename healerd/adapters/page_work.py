@@ -81,10 +81,20 @@ def _core_call(name: str) -> Callable[..., Any]:
     if name == "candidate_relabelled":
         from healerd.core.candidate_headings import candidate_relabelled
         return candidate_relabelled
+    if name == "by_telling_feature":
+        from healerd.core.telling_feature import by_telling_feature
+        return by_telling_feature
+    if name == "missing_records":
+        from healerd.core.completeness import missing_records
+        return missing_records
+    if name == "reads_hidden":
+        from healerd.core.visible import reads_hidden
+        return reads_hidden
     raise ValueError(f"no such page check: {name!r}")
 
 
-CALLS = ("heal", "gone_fields", "drift_reason", "page_drift", "page_locus", "candidate_relabelled")
+CALLS = ("heal", "gone_fields", "drift_reason", "page_drift", "page_locus", "candidate_relabelled", "reads_hidden",
+         "missing_records", "by_telling_feature")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ A blueprint is TOML or the same structure in JSON (docs/REFERENCE.md, "Blueprint
     type = "str"                          # str | int | float
     attr = "href"                         # optional
     required = true                       # default
+    profile = true                        # default; false: a free-form field, not judged by its value profile
 
 A field's `css` (and `items`) may also be a list of selectors, tried in order: the
 first that matches wins. One parser then reads two layouts a site serves at once.
@@ -46,7 +47,7 @@ FIELD_TYPES = ("str", "int", "float")
 DEFAULT_EVERY = 900.0
 FETCH_MODES = ("http", "browser")
 _TOP_KEYS = {"url", "every", "items", "fields", "headers", "cookies", "parser", "name", "fetch", "wait_for", "key"}
-_FIELD_KEYS = {"css", "attr", "type", "required"}
+_FIELD_KEYS = {"css", "attr", "type", "required", "profile"}
 
 
 class BlueprintError(ValueError, HealerdError):
@@ -65,6 +66,7 @@ class FieldSpec:
     attr: str | None = None
     required: bool = True
     fallbacks: tuple[str, ...] = ()   # further selectors, tried in order when `css` matches nothing
+    profile: bool = True              # judged against its value profile (false: a free-form field)
 
     @property
     def selectors(self) -> tuple[str, ...]:
@@ -80,6 +82,8 @@ class FieldSpec:
             d["attr"] = self.attr
         if not self.required:
             d["required"] = False
+        if not self.profile:
+            d["profile"] = False
         return d
 
 
@@ -320,7 +324,7 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
             raise BlueprintError(key, "expected a table with at least `css`")
         unknown = sorted(set(spec) - _FIELD_KEYS)
         if unknown:
-            raise BlueprintError(f"{key}.{unknown[0]}", "unknown key (known: attr, css, required, type)")
+            raise BlueprintError(f"{key}.{unknown[0]}", "unknown key (known: attr, css, profile, required, type)")
         css = spec.get("css")
         fallbacks: tuple[str, ...] = ()
         if css is None:
@@ -337,7 +341,11 @@ def from_dict(data: Any, url: str | None = None, require_url: bool = False, chec
         required = spec.get("required", True)
         if not isinstance(required, bool):
             raise BlueprintError(f"{key}.required", "expected true or false")
-        fields[name] = FieldSpec(name=name, css=css, type=ftype, attr=attr, required=required, fallbacks=fallbacks)
+        profile = spec.get("profile", True)
+        if not isinstance(profile, bool):
+            raise BlueprintError(f"{key}.profile", "expected true or false")
+        fields[name] = FieldSpec(name=name, css=css, type=ftype, attr=attr, required=required, fallbacks=fallbacks,
+                                 profile=profile)
 
     return Blueprint(
         key=_record_key(data.get("key"), fields),

@@ -35,6 +35,7 @@ from healerd.core.candidate_headings import candidate_relabelled
 from healerd.core.confidence import LOW_CONFIDENCE
 from healerd.core.extract import Extraction
 from healerd.core.validate import URL_ATTRS, ValidationResult, is_url_reference, validate, value_shape
+from healerd.core.value_profile import check, field_texts
 
 REFUSAL_GUESS = 0.0       # the confidence a refusal's best guess is deployed with: it is never promoted
 
@@ -175,24 +176,48 @@ def never_auto_apply(production: Blueprint, candidate: Blueprint) -> str | None:
     return None
 
 
+def profile_departures(candidate: Blueprint, candidate_ex: Extraction, profiles: dict | None) -> list[str]:
+    """Why the candidate's values of each profiled field leave the source's value profiles."""
+    out = []
+    for name, spec in candidate.fields.items():
+        if profiles and spec.profile and name in profiles:
+            d = check(name, profiles[name], field_texts(candidate_ex.data, candidate_ex.raw, name))
+            if d is not None:
+                out.append(d.reason)
+    return out
+
+
 def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction, html: str, *,
           production_ex: Extraction | None = None, recent_counts: list[int] | None = None,
           last_good: Any = None, flagged_for_review: bool = False, status: int = 200,
           confidence: float | None = None, last_good_html: str | None = None,
-          relabelled: str | None = None) -> Verdict:
+          relabelled: str | None = None, hidden: str | None = None, profiles: dict | None = None,
+          origin: str | None = None, by_position: str | None = None) -> Verdict:
     """Decide promote / stage / reject for a candidate extraction on the live page.
 
     `confidence` is the healer's own (0..1, None when it gives none); below LOW_CONFIDENCE a
     candidate that passes everything else waits in staging for `healerctl approve`.
     `last_good_html`: the page the last good records came from (their headings are compared here);
     `relabelled`: that comparison's answer already worked out where untrusted selectors may run
-    (the Deployer asks the trial worker: `candidate_headings.candidate_relabelled`)."""
+    (the Deployer asks the trial worker: `candidate_headings.candidate_relabelled`);
+    `hidden`: why the candidate reads nodes a browser would not render (`visible.reads_hidden`,
+    worked out there too): rejected; `profiles`: the source's value profiles, which the
+    candidate's values must keep (`value_profile.check`); `origin`: an "external" candidate that
+    gives no confidence is promoted only on the evidence a built-in heal needs (the last good
+    records read back whole), never on validation alone; `by_position`: the candidate's items
+    selector leaves look-alikes out by position where a class tells them apart
+    (`telling_feature.by_telling_feature`): staged, it would drop a record once they go."""
     held = never_auto_apply(production, candidate)
     result = validate(candidate_ex, candidate, recent_counts=recent_counts, last_good=last_good, html=html,
                       status=status)
     if not result.passed:
         said = ("Blocked: " if result.error_type == errors.BLOCKED else "") + "; ".join(result.errors[:4])
         return Verdict(REJECT, "fails validation on the live page: " + said, result, list(result.errors))
+    if hidden:
+        return Verdict(REJECT, f"reads what the page does not show: {hidden}", result, [hidden])
+    gone = profile_departures(candidate, candidate_ex, profiles)
+    if gone:
+        return Verdict(REJECT, "its values leave their profile: " + "; ".join(gone[:3]), result, gone)
     problems: list[str] = []
     data = candidate_ex.data
 
@@ -234,6 +259,8 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
         return Verdict(REJECT, "implausible: " + "; ".join(problems[:4]), result, problems)
     if held:
         return Verdict(STAGE, held, result)
+    if by_position:
+        return Verdict(STAGE, f"{by_position}: promotion waits for a person (healerctl approve)", result)
     missed = left_out(candidate, data, last_good, html)
     if missed:
         return Verdict(STAGE, missed, result)
@@ -244,6 +271,10 @@ def judge(candidate: Blueprint, production: Blueprint, candidate_ex: Extraction,
         return Verdict(STAGE, f"{moved}: promotion waits for a person (healerctl approve)", result)
     if flagged_for_review:
         return Verdict(STAGE, "the parser changed too often recently: promotion waits for a person "
+                              "(healerctl approve)", result)
+    if confidence is None and origin == "external" and not reads_last_good_whole(data, last_good):
+        return Verdict(STAGE, "an external candidate with no confidence whose records are not the last good ones "
+                              "read back whole: validation alone promotes nothing; promotion waits for a person "
                               "(healerctl approve)", result)
     if confidence is not None and confidence < LOW_CONFIDENCE:
         if confidence > REFUSAL_GUESS and reads_last_good_whole(data, last_good):

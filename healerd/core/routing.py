@@ -163,9 +163,12 @@ def deferred_report(*, name: str, error_type: str, last_error: str, attempts: li
         path = f"{name}.toml"
         if blueprint is not None and not blueprint.parser:
             report["blueprint_toml"] = to_toml(with_optional(blueprint, missing_fields))
+            deleted = [f for f in missing_fields if f not in blueprint.fields]
+            how = (f"{', '.join(deleted)} deleted: its old place now holds another field's data, placed again"
+                   if deleted else f"required = false on {fields}; or delete the field")
             options.append(f"the data for {fields} is gone from the page: keep scraping the rest with "
                            f"`healerctl update {name} --blueprint {path}`, {path} being the blueprint below "
-                           f"(required = false on {fields}; or delete the field)")
+                           f"({how})")
         else:
             options.append(f"the data for {fields} is gone from the page: make the field optional "
                            f"(required = false) or delete it in the blueprint, then "

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from healerd.core.blueprint import Blueprint
-from healerd.store import alert_cursors, sources
+from healerd.store import alert_cursors, sources, value_profiles
 from healerd.store import alerts as alerts_store
 from healerd.store import feeds as feeds_store
 from healerd.store.fix_writes import FixWrites
@@ -86,6 +86,7 @@ class Ledger(ScrapeWrites, FixWrites):
             self.conn.execute("UPDATE source_health SET quarantine_until = NULL, attempts_since = ?, retry_only = 0, "
                               "fix_attempts_today = 0, deferred_report = NULL, host_unresolved_since = NULL, "
                               "item_counts = '[]' WHERE source_name = ?", (now, name))   # a new baseline
+            value_profiles.forget(self.conn, name)
             self.conn.execute("UPDATE sources SET next_run_at = ? WHERE name = ?", (now, name))
             # A fix queued for the old blueprint is moot.
             self.conn.execute("UPDATE task_queue SET state = 'COMPLETED', completed_at = ?, "

@@ -16,7 +16,7 @@ import apsw
 
 from healerd.core.errors import HealerdError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _columns(conn: apsw.Connection, table: str) -> set[str]:
@@ -61,9 +61,15 @@ def _v4_to_v5(conn: apsw.Connection) -> None:
         conn.execute("ALTER TABLE fix_history ADD COLUMN data_gone INTEGER NOT NULL DEFAULT 0")
 
 
+def _v5_to_v6(conn: apsw.Connection) -> None:
+    """The value_profiles table comes with the schema. It starts empty: each source's profiles
+    are learned from its next good scrapes (judging waits until they have learned enough)."""
+
+
 # STEPS[n]: from version n to n+1. Version 0 is an empty database (the schema
 # creates everything).
-STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+STEPS: dict[int, Callable[[apsw.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                                      5: _v5_to_v6}
 
 
 class SchemaTooNew(RuntimeError, HealerdError):

@@ -37,6 +37,7 @@ class ScrapeOutcome:
     request_id: str | None = None
     plan: dict | None = None      # production.Plan.to_dict(): a rollback or merge instead of healing
     snapshot_z: bytes | None = None    # the page already compressed (then `html` may be None)
+    profiles: dict | None = None       # field -> value profile widened by this good scrape (value_profile.learn)
 
     def summary(self, state: str) -> dict:
         return {

@@ -9,7 +9,7 @@ import json
 
 from healerd.core import breakers, errors
 from healerd.core.timeutil import iso
-from healerd.store import fixes, probation, records, snapshots, sources, tasks, versions
+from healerd.store import fixes, probation, records, snapshots, sources, tasks, value_profiles, versions
 from healerd.store.lifecycle import ACTIVE, DEAD, DEGRADED
 from healerd.store.outcomes import ITEM_COUNT_MEMORY, Effects, ScrapeOutcome
 from healerd.store.sql import row, scalar
@@ -147,6 +147,8 @@ class ScrapeWrites(VersionWrites):
             data_json = records.to_json(o.data)   # serialised once, for the records row and the snapshot
             records.insert(self.conn, name, o.data, o.version, self.config.daemon.records_retention, now=now,
                            data_json=data_json, key=self._record_key(name, src["blueprint"]))
+            if o.profiles:
+                value_profiles.save(self.conn, name, o.profiles, now)
             if o.version is not None and (o.html is not None or o.snapshot_z is not None or o.page_sha):
                 probation.keep_good_page(self.conn, name, o.version, o.url, o.html, o.data, sha256=o.page_sha,
                                          body_z=o.snapshot_z, now=now)

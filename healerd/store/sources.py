@@ -101,7 +101,8 @@ def remove(conn: apsw.Connection, name: str) -> None:
         get(conn, name)
         # Its fix history goes too: a source added again under the same name starts clean.
         for table, col in (("records", "source_name"), ("snapshots", "source_name"), ("parser_versions", "source_name"),
-                           ("fix_history", "source_name"), ("source_health", "source_name")):
+                           ("fix_history", "source_name"), ("value_profiles", "source_name"),
+                           ("source_health", "source_name")):
             conn.execute(f"DELETE FROM {table} WHERE {col} = ?", (name,))
         conn.execute("DELETE FROM task_queue WHERE target = ? AND state IN ('PENDING','IN_PROGRESS')", (name,))
         conn.execute("DELETE FROM sources WHERE name = ?", (name,))

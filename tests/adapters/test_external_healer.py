@@ -351,7 +351,7 @@ def test_an_openai_compatible_server_heals(serve):
     assert body["model"] == "m-1" and body["temperature"] == 0
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     user = body["messages"][1]["content"]
-    assert "tier: context" in user and "```diff" in user and "## Expected Data Schema" in user
+    assert "tier: context" in user and "## What Changed (HTML Diff)" in user and "## Expected Data Schema" in user
     assert "```json fenced block" in user
     no_secret_in(raw)
     client.heal_cycle(make_ctx(), 3, [])

@@ -54,7 +54,7 @@ def v1_db(tmp_path):
 def test_new_database_gets_the_schema_and_its_version(tmp_path):
     conn = open_db(tmp_path / "sub" / "healerd.db")
     try:
-        assert user_version(conn) == migrations.SCHEMA_VERSION == 5
+        assert user_version(conn) == migrations.SCHEMA_VERSION == 6
         tables = {r["name"] for r in rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"sources", "source_health", "source_events", "task_queue", "parser_versions"} <= tables
         assert scalar(conn, "PRAGMA journal_mode") == "wal"
@@ -306,5 +306,29 @@ def test_version_1_gains_production_verdicts(tmp_path):
             {"outcome": "promoted", "production_verdict": "passed", "verdict_at": 10.0},
             {"outcome": "rejected", "production_verdict": None, "verdict_at": None}]
         assert "version_snapshots" in {r["name"] for r in rows(conn, "SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+
+
+def test_version_5_gains_the_value_profiles_table(tmp_path):
+    """A version-5 database (no value_profiles) is upgraded in place: the table appears, empty,
+    and a source's profiles are kept, read and forgotten with it."""
+    from healerd.store import value_profiles
+
+    path = tmp_path / "healerd.db"
+    conn = open_db(path)
+    sources.add(conn, "alpha", blueprint(), now=1000.0)
+    conn.execute("DROP TABLE value_profiles")
+    conn.execute("PRAGMA user_version = 5")
+    conn.close()
+    conn = open_db(path)
+    try:
+        assert user_version(conn) == migrations.SCHEMA_VERSION == 6
+        assert value_profiles.load(conn, "alpha") == {}
+        value_profiles.save(conn, "alpha", {"title": {"v": 1, "scrapes": 1}}, 5.0)
+        value_profiles.save(conn, "alpha", {"title": {"v": 1, "scrapes": 2}}, 6.0)
+        assert value_profiles.load(conn, "alpha") == {"title": {"v": 1, "scrapes": 2}}
+        sources.remove(conn, "alpha")
+        assert scalar(conn, "SELECT count(*) FROM value_profiles") == 0
     finally:
         conn.close()

@@ -275,7 +275,7 @@ def test_version_4_gains_the_data_gone_column(tmp_path):
     conn.execute("PRAGMA user_version = 4")
     conn.close()
     conn = open_db(path)
-    assert scalar(conn, "PRAGMA user_version") == migrations.SCHEMA_VERSION == 5
+    assert scalar(conn, "PRAGMA user_version") == migrations.SCHEMA_VERSION == 6
     assert rows(conn, "SELECT outcome, data_gone FROM fix_history") == [{"outcome": "rejected", "data_gone": 0}]
     conn.close()
 

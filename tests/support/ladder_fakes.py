@@ -110,6 +110,9 @@ class Reads:
     def failing_page(self, name):
         return self.w.failing
 
+    def value_profiles(self, name):
+        return getattr(self.w, "profiles", {})
+
     def recent_attempts(self, name, since):
         rows = [f for f in self.w.fixes if since is None or f["at"] >= since]
         return [{"at": f["at"], "strategy": f["strategy"], "outcome": f["outcome"], "reason": f["reason"]}
@@ -191,6 +194,12 @@ class Trials:
         if name == "gone_fields":
             from healerd.core.heal.checks.data_gone import gone_fields
             return gone_fields(*args)
+        if name == "by_telling_feature":
+            from healerd.core.telling_feature import by_telling_feature
+            return by_telling_feature(*args)
+        if name == "missing_records":
+            from healerd.core.completeness import missing_records
+            return missing_records(*args)
         from healerd.core import drift
         return getattr(drift, name)(*args)
 

@@ -16,6 +16,7 @@ from healerd.core.htmldiff import structural_diff
 from healerd.core.ladder.ports import Attempt, FetchFailed, LadderPorts, LadderSettings, TrialTooSlow
 from healerd.core.routing import DECLINE, route
 from healerd.core.validate import validate
+from healerd.core.visible import visible_html
 
 log = logging.getLogger("healerd.doctor")
 
@@ -85,7 +86,8 @@ def _judged(ports: LadderPorts, att: Attempt, src: dict, bp: Blueprint, version:
     counts = json.loads(src["item_counts"] or "[]")
     result = validate(ex, bp, recent_counts=counts, last_good=good["records"] if good else None, html=html,
                       status=status)
-    reason = drift(ports, bp, good, html, ex.data) if result.passed else None
+    reason = (drift(ports, bp, good, html, ex.data) or left_profile(ports, att.name, bp, ex)) if result.passed \
+        else None
     if reason:
         ctx = context(att, src, bp, version, good, html, errors.SCHEMA_MISMATCH, reason, [reason], result.report())
     elif result.passed:
@@ -108,7 +110,8 @@ def context(att: Attempt, src: dict, bp: Blueprint, version: int | None, good: d
         error_message=message, error_traceback="".join(traceback.format_stack(limit=0)),
         failure_count=src["failure_count"], last_success_at=src["last_success_at"],
         original_html=good["html"] if good else None, current_html=html,
-        html_diff=structural_diff(good["html"] if good else None, html) if html else "",
+        # what a browser renders of the page changed: hidden nodes' text is nobody's to read (visible.py)
+        html_diff=structural_diff(good["html"] if good else None, visible_html(html)) if html else "",
         expected_schema={k: f.type for k, f in bp.fields.items()},
         last_good_records=good["records"] if good else None,
         validation_errors=verrors, validation_report=report,
@@ -123,11 +126,30 @@ def drift(ports: LadderPorts, bp: Blueprint, good: dict | None, html: str, data:
     if not good:
         return None
     try:
-        reason = ports.trials.bounded("page_drift", bp, good.get("html"), good.get("records"), html, data)
+        # records left out while the page shows them (completeness.py), then the drift checks
+        reason = ports.trials.bounded("missing_records", bp, good.get("html"), html) if good.get("records") \
+            else None
+        reason = reason or ports.trials.bounded("page_drift", bp, good.get("html"), good.get("records"), html, data)
     except Exception:
         log.exception("drift check failed")
         return None
     return f"drift: {reason}" if reason else None
+
+
+def left_profile(ports: LadderPorts, name: str, bp: Blueprint, ex: Any) -> str | None:
+    """The Validator's value-profile check on the page the Doctor diagnoses: values that left their
+    profile are no page that "passes" (else the scrape it refused would be retried at once, again
+    and again)."""
+    from healerd.core.value_profile import check, field_texts
+
+    try:
+        profiles = ports.reads.value_profiles(name)
+        gone = [d.reason for n, spec in bp.fields.items() if spec.profile
+                and (d := check(n, profiles.get(n), field_texts(ex.data, ex.raw, n))) is not None]
+    except Exception:
+        log.exception("value profile check failed")
+        return None
+    return "; ".join(gone) or None
 
 
 def status_of(ctx: DiagnosisContext) -> int | None:

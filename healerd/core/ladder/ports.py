@@ -105,6 +105,8 @@ class SourceReads(Protocol):
         """The last good page: {"html", "records", "fetched_at", "status_code", ...} or None."""
     def failing_page(self, name: str) -> dict | None:
         """The page of the newest failing scrape, same shape, or None."""
+    def value_profiles(self, name: str) -> dict[str, dict]:
+        """field -> the value profile learned from the source's good scrapes (core.value_profile)."""
     def recent_attempts(self, name: str, since: float | None) -> list[dict]:
         """The newest fix attempts (newest first)."""
     def staged_versions(self, name: str) -> list[int]: ...

@@ -18,6 +18,7 @@ from healerd.core.routing import RELOCATED_NOTE, proposal, relocation_candidates
 from healerd.core.sanitize import mask_text
 from healerd.core.timeutil import iso
 from healerd.core.validate import validate
+from healerd.core.visible import visible_html
 
 log = logging.getLogger("healerd.doctor")
 
@@ -99,8 +100,9 @@ class Rungs:
             return None
         try:
             # The search evaluates selectors on both pages: in the trial worker, with its deadline.
+            # ... on what a browser renders of the current page: hidden nodes are emptied (visible.py)
             result = self.ports.trials.heal(ctx.blueprint, ctx.original_html or "", ctx.last_good_records,
-                                            ctx.current_html or "")
+                                            visible_html(ctx.current_html or ""))
         except TrialTooSlow as exc:
             tried.append(f"builtin: {exc}")
             return {"outcome": "rejected", "strategy": "builtin", "reason": str(exc), "version": None}
@@ -116,7 +118,7 @@ class Rungs:
         if result.unchanged or result.blueprint is None:
             tried.append("builtin: the old selectors still work on the current page")
             return None
-        candidate = result.blueprint
+        candidate = self.by_telling_feature(ctx, result.blueprint)
         if self.already_rejected(att, candidate):
             tried.append("builtin: the same candidate was rejected before (not retried)")
             return {"outcome": "rejected", "strategy": "builtin", "reason": "candidate already rejected once",
@@ -126,22 +128,51 @@ class Rungs:
         return {"outcome": res["outcome"], "strategy": "builtin", "reason": f"{result.reason} ({res['reason']})",
                 "version": res["version"], "validation": res.get("validation"), "patch": candidate.to_json()}
 
+    def by_telling_feature(self, ctx: DiagnosisContext, candidate: Blueprint) -> Blueprint:
+        """A candidate that leaves look-alikes out by position, rewritten to leave them out by the
+        class that tells them apart (`telling_feature`: it stays right when they go); else as it is."""
+        try:
+            return self.ports.trials.bounded("by_telling_feature", candidate,
+                                             visible_html(ctx.current_html or "")) or candidate
+        except Exception:
+            log.exception("could not look for a telling feature for %s", ctx.source_name)
+            return candidate
+
     def without_gone(self, ctx: DiagnosisContext, gone: list[str]) -> Blueprint | None:
         """The blueprint a person could use now: the gone fields made optional and the others repaired
-        for the current page (the built-in healer run again on that blueprint), or None when even that
-        does not read the page. Only suggested in the report: making a field optional is a person's call."""
+        for the current page (the built-in healer run again on that blueprint); when a gone field's old
+        selector now reads another field's data (a positional column removed, the next one moved into
+        its place), the gone fields deleted instead and the others placed again. Tried on the live page
+        before it is offered; None when nothing reads it. Only suggested in the report: making a field
+        optional or deleting it is a person's call."""
         from healerd.core.blueprint_toml import with_optional
 
-        optional = with_optional(ctx.blueprint, gone)
+        advice = self._repaired(ctx, with_optional(ctx.blueprint, gone))
+        kept = {n: f for n, f in ctx.blueprint.fields.items() if n not in gone}
+        if advice is None and kept:
+            advice = self._repaired(ctx, ctx.blueprint.with_fields(kept))
+        if advice is None:
+            return None
+        try:   # the advice on the live page, in the trial worker: it must pass validation there
+            ex = self.ports.trials.run_parser(advice, ctx.current_html or "")
+            passed = validate(ex, advice, last_good=ctx.last_good_records).passed
+        except Exception:
+            log.exception("could not try the advice for %s on the live page", ctx.source_name)
+            return None
+        return advice if passed else None
+
+    def _repaired(self, ctx: DiagnosisContext, bp: Blueprint) -> Blueprint | None:
+        """`bp` repaired for the current page by the built-in healer (itself when its selectors still
+        work), or None when the healer refuses it."""
         try:   # the built-in healer on pages nobody checked: in the trial worker, with its deadline
-            again = self.ports.trials.bounded("heal", optional, ctx.original_html or "", ctx.last_good_records or {},
+            again = self.ports.trials.bounded("heal", bp, ctx.original_html or "", ctx.last_good_records or {},
                                               ctx.current_html)
         except Exception:
             log.exception("could not repair the blueprint of %s without its gone fields", ctx.source_name)
             return None
         if not again.ok:
             return None
-        return optional if again.unchanged or again.blueprint is None else again.blueprint
+        return bp if again.unchanged or again.blueprint is None else again.blueprint
 
     def data_gone(self, ctx: DiagnosisContext, details: dict | None) -> list[str]:
         """The fields of a refusal whose data is gone from the page (all the fields it names, or none:

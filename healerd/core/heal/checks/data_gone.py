@@ -49,12 +49,17 @@ def _labels(before: Page, bp: Blueprint, name: str) -> set[str]:
         nodes = [n for c in before.tree.css(bp.items)[:MAX_VALUES] if (n := c.css_first(spec.css)) is not None]
     else:
         nodes = before.tree.css(spec.css)[:MAX_VALUES]
+    counts: dict[str, int] = {}
     for node in nodes:
         i = before.index_of(node)
         if i is not None:
             label = before.label(i)
             if label:
-                labels.add(label)
+                counts[label] = counts.get(label, 0) + 1
+    # In a listing, a label names the field when the records share it (a column header, "Price:");
+    # one of each record's own (the card's heading before the value) is another field's value.
+    shared = 1 if not bp.items or len(nodes) < 2 else max(2, len(nodes) // 2)
+    labels.update(label for label, n in counts.items() if n >= shared)
     return labels
 
 
