@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.daemon import FAST_CONFIG
 from tests.support.paths import ROOT
-from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
+from tests.support.sitepages import LISTING_BP, ROWS, listing_v1, listing_v2, write_blueprint
 
 FIXED = dict(LISTING_BP, items="table.league-table tr.row-player",
              fields={"name": {"css": "td.player-name"}, "score": {"css": "td.pts", "type": "int"}})
@@ -85,7 +85,10 @@ def test_the_reference_healer_heals_through_an_openai_compatible_server(site, da
         site.page("/stats", listing_v2())
         r = d.ctl("heal", "stats")
         assert r.returncode == 0 and "promoted version 2 by external" in r.stdout, r.stdout + d.log()[-3000:]
-        assert d.ctl_json("records", "stats", "--limit", "1")[0]["data"] == [{"name": "Ada", "score": 31}]
+        # The newest scrape, whole: every row of the redesigned page, read by the promoted version.
+        newest = d.ctl_json("records", "stats", "--limit", "1")
+        assert len(newest) == 1 and newest[0]["version"] == 2
+        assert newest[0]["data"] == [{"name": n, "score": s} for n, s in ROWS]
         # What reached the model: the chat request with the blueprint and the page, and the upstream key.
         asked = fake.requests[-1]
         assert asked["path"] == "/v1/chat/completions" and asked["auth"] == "Bearer upstream-key"
