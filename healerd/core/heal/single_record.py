@@ -51,8 +51,8 @@ from healerd.core.heal.fields.single_candidates import (
     _without_copies,
     _without_distractor_twins,
 )
+from healerd.core.heal.fields.single_slid_row import slid_into_place
 from healerd.core.heal.page.fingerprint import (
-    LABEL_MAX,
     Fingerprint,
     Page,
     fingerprint,
@@ -60,6 +60,7 @@ from healerd.core.heal.page.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.page.positions import steps_to_common
 from healerd.core.heal.page.selectors import relaxed_first, single_selector
 
 
@@ -102,7 +103,7 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                           for after_attr in [bp.fields[p].attr]}
         distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
         others = {v for m, v in old_raw.items() if m != name and v}
-        slid = _slid_into_place(before, old_nodes[name], after, cur)
+        slid = slid_into_place(before, old_nodes[name], after, cur)
         status, cand, why, runner = _locate(fps[name], old_value, spec, after, None if slid else cur, partner_values,
                                             distractors, others, before)
         if slid and status == "gone":
@@ -355,37 +356,6 @@ def _shown_before(before: Page | None, value: str | None, attr: str | None, fp: 
     return _short(value) if hits else ""
 
 
-def _key_beside(page: Page, i: int | None) -> str:
-    """The short text just before node i (or before its parent when i comes first in it): a row's key."""
-    if i is None:
-        return ""
-    cur = i
-    for _level in range(2):
-        p = page.parent[cur]
-        if p < 0:
-            return ""
-        sibs = page.children[p]
-        k = sibs.index(cur)
-        if k > 0:
-            t = page.texts[sibs[k - 1]]
-            return t if t and len(t) <= LABEL_MAX and t != page.texts[i] and any(ch.isalpha() for ch in t) else ""
-        cur = p
-    return ""
-
-
-def _slid_into_place(before: Page, old_node: int | None, after: Page, cur: int | None) -> str:
-    """The key now beside the old selector's node, when another row slid into the field's place, else "".
-
-    The old node sat beside one key ("Build"); the node the old selector finds now sits beside
-    another ("Packages") that the last good page showed too: the field's row was removed and the
-    next row took its place, so the node's value is not the field's value changed in place.
-    """
-    old_key, new_key = _key_beside(before, old_node), _key_beside(after, cur)
-    if old_key and new_key and old_key != new_key and before.exact(new_key, None):
-        return new_key
-    return ""
-
-
 def _short(value: str | None, n: int = 40) -> str:
     v = value or ""
     return repr(v if len(v) <= n else v[:n - 1] + "…")
@@ -418,21 +388,6 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
     if text_shape(value) != fp.shape:
         sim += 0.1   # same kind of value (a name that grew a word): the shape part of likeness holds
     return sim if sim >= MIN_SIM_IN_PLACE else None
-
-
-def _relation(page: Page, x: int, y: int) -> tuple[int, int] | None:
-    """Steps up from x and from y to their lowest common ancestor."""
-    up_x = {x: 0}
-    k, a = 0, x
-    while a >= 0:
-        up_x[a] = k
-        a, k = page.parent[a], k + 1
-    k, a = 0, y
-    while a >= 0:
-        if a in up_x:
-            return up_x[a], k
-        a, k = page.parent[a], k + 1
-    return None
 
 
 def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
@@ -468,12 +423,12 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         cands = _exact_candidates(fps[name], value, spec.attr, after, {}, None)
         if not cands:
             continue
-        olds = {a: _relation(before, old_nodes[name], o) for a, (o, _n) in mine.items()}
+        olds = {a: steps_to_common(before, old_nodes[name], o) for a, (o, _n) in mine.items()}
 
         def distance(c: Candidate) -> float:
             ds = []
             for a, (_o, n) in mine.items():  # noqa: B023 - called within this iteration
-                was, now = olds[a], _relation(after, c.node, n)  # noqa: B023 - called within this iteration
+                was, now = olds[a], steps_to_common(after, c.node, n)  # noqa: B023 - called within this iteration
                 if was is None or now is None:
                     ds.append(9.0)
                 else:
