@@ -135,3 +135,23 @@ def test_single_title_copied_in_an_unlike_buttons_title_is_not_the_field():
         "<h1 class='title'></h1><button type='button' class='fav' title='Blue Kettle'>Save</button>")
     res = _heal(SINGLE, SINGLE_BEFORE, after)
     assert not res.ok and "title" in res.reason, res.reason
+
+
+def test_single_title_in_its_heading_attribute_is_found_though_a_related_card_still_says_it():
+    """A "related" card below repeats the name as text; the heading keeps it in `data-value`: the heading."""
+    after = _single("<span class='price'>14.99</span>").replace(
+        "<h1 class='title'>Blue Kettle</h1>", "<h1 class='title' data-value='Blue Kettle'>Members only</h1>")
+    after = after.replace("</main>", "<aside class='related'><h6>Blue Kettle</h6></aside></main>")
+    res = _heal(SINGLE, SINGLE_BEFORE, after)
+    assert res.ok, res.reason
+    assert res.blueprint.fields["title"].attr == "data-value"
+    assert extract(after, res.blueprint).data["title"] == "Blue Kettle"
+
+
+def test_single_title_carried_only_by_an_unlike_nodes_data_attribute_is_not_the_field():
+    """The heading is empty; only a favourite button's container names the product in `data-title`."""
+    after = _single("<span class='price'>14.99</span>").replace(
+        "<h1 class='title'>Blue Kettle</h1>",
+        "<h1 class='title'></h1><div id='fav' data-title='Blue Kettle'><button type='button'>Save</button></div>")
+    res = _heal(SINGLE, SINGLE_BEFORE, after)
+    assert not res.ok and "title" in res.reason, res.reason

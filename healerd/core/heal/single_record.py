@@ -225,9 +225,10 @@ def _through_attr(bp: Blueprint, before: Page, after: Page, fps: dict[str, Finge
                   names: list[str], decisions: dict, details: dict, moved: dict[str, str], from_text: bool = False) -> None:
     """Locate field `name` again through the attribute, among `names`, now carrying its old value.
 
-    From another attribute the field is found at a lower confidence ("moved"); from its text, as
-    through the text itself, in a node like the old one. One node alone carrying a telling value takes
-    the field wherever it is, at a lower confidence (from the text: only in a `data-*` attribute).
+    From another attribute the field is found at a lower confidence ("moved"), and one node alone
+    carrying a telling value takes the field wherever it is; from its text, as through the text
+    itself, in a node like the old one only (a lone unlike carrier, a favourite button's
+    `data-title`, is a copy of the value, not the field).
     Several attributes leading to different nodes alike: none taken.
     """
     spec = bp.fields[name]
@@ -240,8 +241,7 @@ def _through_attr(bp: Blueprint, before: Page, after: Page, fps: dict[str, Finge
             # from the text, only a node like the old one counts, label or not: a value in an unlike
             # place (a button's title repeating a heading) is a copy, not the field
             st, cand = "gone", None
-        lone = (lone_carrier(after, old_raw[name], new_attr) if st == "gone" and not (
-            from_text and (is_weak(old_raw[name]) or not new_attr.startswith("data-"))) else None)
+        lone = lone_carrier(after, old_raw[name], new_attr) if st == "gone" and not from_text else None
         if lone is not None:
             # the value is no chance value and one node alone carries it: the field moved with it,
             # whatever the node looks like now (the theme that moved the attribute changed the markup)

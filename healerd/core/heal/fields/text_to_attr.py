@@ -3,11 +3,12 @@
 A price shown as `<span class="price">14.99</span>` is, after a frontend release, kept in
 `<span class="price" data-value="14.99">` while the visible text becomes a placeholder or goes
 away (the figure drawn by a script). The value is the same, the place carrying it is an
-attribute. When a text field's old values are nowhere in text, the attributes that carry data
-are searched for them; one attribute name doing so is the field's attribute now (in most of
-the records, for a listing), and the field is located through it as through its text, at the
-same confidence (several attribute names carrying it: the one on the node most like the old
-one). Never on position alone: the old values themselves must be in the attribute.
+attribute. When a text field's old values are not found as text in a node like the old one (in
+a listing: not in the records' text at all), the attributes that carry data are searched for
+them; one attribute name doing so is the field's attribute now (in most of the records, for a
+listing), and the field is located through it as through its text, at the same confidence
+(several attribute names carrying it: the one on the node most like the old one; an unlike node
+is a copy). Never on position alone: the old values themselves must be in the attribute.
 Attributes that name, style or link a node (class, id, style, href, src) are not data here,
 nor is anything in the head (a `<meta content>` there is not what the page shows).
 """
@@ -33,17 +34,14 @@ def _carrying(page: Page, value: str, lo: int, hi: int) -> set[str]:
             if v is not None and v.strip() == value and is_data_attr(k) and not in_head(page, i)}
 
 
-def _in_text(page: Page, value: str) -> bool:
-    return any(not in_head(page, i) for i in page.exact(value, None))
-
-
 def attrs_for_text_single(page: Page, value: str | None) -> list[str]:
     """The data attribute names now carrying a single record's old text value (sorted; the route
     tells them apart by the nodes carrying them), or [].
 
-    [] when the value is still said as text somewhere in the body: it did not move into an attribute.
+    A copy of the value still said as text elsewhere (a related-recipes card) does not stop the
+    search: the route asks only when the text's own search found no node like the old one.
     """
-    if not value or not value.strip() or _in_text(page, value):
+    if not value or not value.strip():
         return []
     return sorted(_carrying(page, value, 0, len(page.attrs)))
 
@@ -57,7 +55,7 @@ def attr_for_text_listing(page: Page, containers: list[int], wants: list[str | N
     present = [(c, v) for c, v in zip(containers, wants) if v and v.strip()]
     if len(present) < MIN_RECORDS or len({v for _c, v in present}) < MIN_RECORDS:
         return None
-    if any(i != c for c, v in present for i in page.exact(v, None, within=c)):
+    if any(i != c for c, v in present for i in page.exact(v, None, within=c) if not in_head(page, i)):
         return None   # some records still say the value as text: not moved into an attribute
     counts: dict[str, int] = {}
     for c, v in present:
