@@ -1,6 +1,6 @@
 """Generated redesigns: score the built-in healer on seeded mutations of real pages.
 
-    python bench/heal_fuzz.py CORPUS_DIR [--cases 600] [--seed 1] [--kind SUBSTRING] [--show N] [--modern]
+    python bench/heal_fuzz.py CORPUS_DIR [--cases 600] [--seed 1] [--kind SUBSTRING] [--show N] [--modern] [--attrs]
 
 From the last good page of each corpus case (any case whose old blueprint works on its
 before.html), each generated case composes one to three of the changes real redesigns
@@ -17,6 +17,11 @@ into spans, labels merged into the value's node, a "Recommended" block or a "pro
 with a badge placed before the real data; and, as the other half of the negatives, a
 placeholder ("Log in to see the price", "N/A", ...) where one field's values were. Without
 it the mix (and so every figure for a given seed) is what it was.
+
+With --attrs, values kept only in an attribute join the mix (attr-only): one text field's values
+move into `data-value`, `data-<field>`, `title` or `aria-label` of its node or of a new child
+while the visible text goes away or becomes a placeholder; its negative (attr-gone) leaves that
+attribute an opaque token, the values gone from the page. Without it the mix is what it was.
 
 The truth is not guessed: before mutating, every record container and field node is
 marked; after mutating, the marked nodes give the expected values; the marks are then
@@ -36,6 +41,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import statistics
 import sys
 from collections.abc import Callable
@@ -65,6 +71,7 @@ class Work:
         self.bp = bp
         self.rng = rng
         self.notes: list[str] = []
+        self.attr_fields: dict[str, str] = {}   # field -> the attribute its values moved into (attr-only)
 
     def parse_one(self, html: str):
         frag = LexborHTMLParser(f"<html><body>{html}</body></html>")
@@ -124,8 +131,11 @@ def _add_mark(node, name: str) -> None:
     node.attrs[MARK_FIELD] = (old + " " + name).strip()
 
 
-def truth_blueprint(bp: Blueprint) -> Blueprint:
-    fields = {n: FieldSpec(n, f'[{MARK_FIELD}~="{n}"]', s.type, s.attr, s.required) for n, s in bp.fields.items()}
+def truth_blueprint(bp: Blueprint, attrs: dict[str, str] | None = None) -> Blueprint:
+    """The marked nodes as a blueprint; `attrs` names the fields whose value a mutation moved into an attribute."""
+    attrs = attrs or {}
+    fields = {n: FieldSpec(n, f'[{MARK_FIELD}~="{n}"]', s.type, attrs.get(n, s.attr), s.required)
+              for n, s in bp.fields.items()}
     return Blueprint(fields=fields, items=f"[{MARK_RECORD}]" if bp.items else None)
 
 
@@ -624,7 +634,6 @@ def m_promoted_row(w: Work):
     recs = w.records()
     if len(recs) < 2 or recs[0].tag != "tr":
         return None
-    import re
     unmarked = re.sub(rf' (?:{MARK_FIELD}|{MARK_RECORD})="[^"]*"', "", recs[0].html or "")   # a row parses only in a table
     copy = w.parse_one(f"<table><tbody>{unmarked}</tbody></table>").css_first("tr")
     if copy is None:
@@ -649,6 +658,62 @@ MODERN: dict[str, Callable] = {
 }
 
 PLACEHOLDERS = ["Log in to see the price", "Sign in to view", "N/A", "—", "Members only"]
+
+
+def _attr_only_field(w: Work) -> str | None:
+    """A text field alone on its nodes, none holding another field's node: one whose values can move."""
+    names = [n for n, s in w.bp.fields.items() if s.attr is None]
+    w.rng.shuffle(names)
+    for name in names:
+        nodes = w.field_nodes(name)
+        others = [n for n in w.bp.fields if n != name]
+        if not nodes or any(set((nd.attrs.get(MARK_FIELD) or "").split()) & set(others) for nd in nodes):
+            continue
+        if any(k.mem_id != nd.mem_id for nd in nodes for k in nd.css(f"[{MARK_FIELD}]")):
+            continue
+        if all(" ".join((nd.text(deep=True) or "").split()) for nd in nodes):
+            return name
+    return None
+
+
+def m_attr_only(w: Work):
+    """Values kept only in an attribute (data-*, title, aria-label) of the field's node or a new child,
+    the visible text gone or a placeholder (a value drawn by a script, a login wall over the markup)."""
+    name = _attr_only_field(w)
+    if name is None:
+        return None
+    own = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    attr = w.rng.choice(["data-value", f"data-{own}" if own else "data-value", "title", "aria-label"])
+    shown = w.rng.choice(["", "", *PLACEHOLDERS])
+    in_child = w.rng.random() < 0.4
+    for nd in w.field_nodes(name):
+        value = " ".join((nd.text(deep=True) or "").split())
+        if in_child:
+            del nd.attrs[MARK_FIELD]
+            nd.inner_html = f'<span class="v" {MARK_FIELD}="{_esc(name)}" {attr}="{_esc(value)}">{_esc(shown)}</span>'
+        else:
+            nd.inner_html = _esc(shown)
+            nd.attrs[attr] = value
+    w.attr_fields[name] = attr
+    where = "a child's" if in_child else "its node's"
+    return f"field {name} only in {where} {attr!r}, the text {shown!r}"
+
+
+def m_attr_gone(w: Work, old_values: dict) -> str | None:
+    """Negative for attr-only: the attribute that kept a field's values carries an opaque token now."""
+    for name, attr in w.attr_fields.items():
+        for nd in w.tree.css(f"[{attr}]"):
+            if nd.attrs.get(MARK_FIELD) and name in (nd.attrs.get(MARK_FIELD) or "").split():
+                nd.attrs[attr] = f"v{w.rng.randrange(16 ** 6):06x}"
+                del nd.attrs[MARK_FIELD]
+        html = w.tree.html or ""
+        if any(v and v in html for v in old_values.get(name, [])):
+            return None
+        return name
+    return None
+
+
+ATTRS: dict[str, Callable] = {"attr-only": m_attr_only}
 
 
 def m_placeholder_field(w: Work, old_values: dict):
@@ -718,13 +783,14 @@ def base_cases(root: str, needle: str | None) -> list[tuple[dict, str, Blueprint
     return out
 
 
-def generate(base, seed: int, modern: bool = False) -> dict | None:
+def generate(base, seed: int, modern: bool = False, attrs: bool = False) -> dict | None:
     case, before, bp, old_raw = base
     rng = random.Random(seed)
     w = Work(before, bp, rng)
     if not mark(w.tree, bp):
         return None
     pool = {**POSITIVE, **MODERN} if modern else POSITIVE
+    pool = {**pool, **ATTRS} if attrs else pool
     kinds = [k for k in pool]
     picked = rng.sample(kinds, rng.choice([1, 2, 2, 3]))
     negative = rng.random() < 0.2
@@ -741,7 +807,13 @@ def generate(base, seed: int, modern: bool = False) -> dict | None:
     if negative:
         recs = old_raw if isinstance(old_raw, list) else [old_raw]
         values = {n: [r.get(n) for r in recs] for n in bp.fields}
-        if modern and rng.random() < 0.5:
+        if w.attr_fields:
+            removed = m_attr_gone(w, values)
+            if removed is None:
+                return None
+            applied.append("attr-gone")
+            w.notes.append(f"the attribute keeping field {removed} holds an opaque token")
+        elif modern and rng.random() < 0.5:
             removed = m_placeholder_field(w, values)
             if removed is None:
                 return None
@@ -754,7 +826,7 @@ def generate(base, seed: int, modern: bool = False) -> dict | None:
             applied.append("remove-field")
             w.notes.append(f"removed field {removed}")
     marked = w.tree.html
-    truth = extract(marked, truth_blueprint(bp)).raw
+    truth = extract(marked, truth_blueprint(bp, w.attr_fields)).raw
     after = strip_marks(marked)
     if "whitespace-entities" in picked:
         after = _whitespace_entities(after, rng)
@@ -793,6 +865,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also compose the modern-frontend redesigns (utility classes, styled-components, tables as "
                          "cards, split values, merged labels, decoys and promoted rows before the data; placeholders "
                          "as negatives)")
+    ap.add_argument("--attrs", action="store_true",
+                    help="also compose values kept only in an attribute (attr-only: data-*, title, aria-label of the "
+                         "field's node or a new child, the text gone or a placeholder); as its negative (attr-gone) "
+                         "that attribute then holds an opaque token")
     ap.add_argument("--proposals", action="store_true",
                     help="also judge each refusal's best guess (what the daemon stages for approval): right, wrong "
                          "or none staged")
@@ -811,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
         attempts += 1
         base = bases[seed % len(bases)]
         try:
-            g = generate(base, seed, modern=args.modern)
+            g = generate(base, seed, modern=args.modern, attrs=args.attrs)
         except Exception as exc:  # a generator bug must be seen, not skipped
             print(f"generator error on seed {seed} ({base[0]['id']}): {type(exc).__name__}: {exc}", file=sys.stderr)
             continue

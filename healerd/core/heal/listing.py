@@ -14,7 +14,9 @@ from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal.checks.placeholders import PLACEHOLDER
 from healerd.core.heal.evidence import (
+    MIN_KIND_SHARE,
     SAMPLE,
     HealResult,
 )
@@ -25,6 +27,7 @@ from healerd.core.heal.fields.listing_by_label import by_old_label, no_old_value
 from healerd.core.heal.fields.listing_by_siblings import all_of_tag, through_siblings_change
 from healerd.core.heal.fields.listing_by_value import SHORT_UNLIKE, _field_in_containers
 from healerd.core.heal.fields.moved_attr import other_attr_listing
+from healerd.core.heal.fields.text_to_attr import attr_for_text_listing
 from healerd.core.heal.page.extraction import extract_on
 from healerd.core.heal.page.fingerprint import (
     Fingerprint,
@@ -219,6 +222,18 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
                 spec, status, css = as_text, "healed", css_t
                 why = f"{why_t}, now the node's text (its attribute dropped, the text the same on the last good page)"
                 info = {**info_t, "attr": None, "confidence": round(min(info_t.get("confidence", 0.8), 0.6), 3)}
+        text_attr = (attr_for_text_listing(after, containers, [old_raw[r].get(name) for r in records])
+                     if spec.attr is None and records is not None and (
+                         status == "gone" or _reads_no_value(after, containers, css or spec.css)) else None)
+        if text_attr is not None:
+            # the old values left the text for an attribute (a data-value beside a placeholder): as found as text
+            in_attr = replace(spec, attr=text_attr)
+            st, css_a, why_a, info_a = _field_in_containers(after, containers, records, old_raw, name, in_attr,
+                                                            fps.get(name), old_kind)
+            if st in ("healed", "kept") and css_a:
+                spec, status, css = in_attr, "healed", css_a
+                why = f"{why_a}, now in the attribute {text_attr!r} (its text no longer says it)"
+                info = {**info_a, "attr": text_attr}
         labelled = by_old_label(after, containers, spec, fps.get(name), old_kind[name]) if status in (
             "gone", "ambiguous") and no_old_value_left(after, old_raw, name, spec.attr) else None
         if labelled is not None:
@@ -285,6 +300,12 @@ def _fields_stage(bp: Blueprint, before: Page, old_containers: list[int], after:
     conf = round(min([0.95 if details[n]["status"] == "kept" else details[n].get("confidence", 0.8) for n in names]), 3)
     return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details,
                       extracted=got.raw)
+
+
+def _reads_no_value(after: Page, containers: list[int], css: str) -> bool:
+    """True when `css` reads nothing or a placeholder in most records (a value hidden, not changed)."""
+    vals = [after.value(n, None) if n is not None else None for n in (lexbor_first_in(after, c, css) for c in containers)]
+    return bool(vals) and sum(1 for v in vals if not v or PLACEHOLDER.match(v)) >= MIN_KIND_SHARE * len(vals)
 
 
 def _place_by_cells(bp: Blueprint, before: Page, old_containers: list[int], after: Page, containers: list[int],

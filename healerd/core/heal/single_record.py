@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
+from healerd.core.heal.checks.placeholders import PLACEHOLDER
 from healerd.core.heal.evidence import (
     IN_PLACE_DOUBT,
     IN_PLACE_MARGIN,
@@ -51,8 +52,9 @@ from healerd.core.heal.fields.single_candidates import (
     _without_copies,
     _without_distractor_twins,
 )
+from healerd.core.heal.fields.single_slid_row import slid_into_place
+from healerd.core.heal.fields.text_to_attr import attrs_for_text_single
 from healerd.core.heal.page.fingerprint import (
-    LABEL_MAX,
     Fingerprint,
     Page,
     fingerprint,
@@ -60,6 +62,7 @@ from healerd.core.heal.page.fingerprint import (
     similarity,
     text_shape,
 )
+from healerd.core.heal.page.positions import steps_to_common
 from healerd.core.heal.page.selectors import relaxed_first, single_selector
 
 
@@ -102,13 +105,24 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
                           for after_attr in [bp.fields[p].attr]}
         distractors = _distractors(before, old_nodes[name], old_value, spec.attr)
         others = {v for m, v in old_raw.items() if m != name and v}
-        slid = _slid_into_place(before, old_nodes[name], after, cur)
+        slid = slid_into_place(before, old_nodes[name], after, cur)
         status, cand, why, runner = _locate(fps[name], old_value, spec, after, None if slid else cur, partner_values,
                                             distractors, others, before)
         if slid and status == "gone":
             why = f"{why}; the old selector's node now sits beside {_short(slid)}, another row of the last good page"
         decisions[name] = (status, cand, why)
         details[name] = _detail(status, cand, runner, why, after, spec)
+
+    # a text field whose old value now sits in a data attribute (a data-value beside a placeholder),
+    # before any placing by position: located through that attribute as through its text (also when
+    # "changed in place" only because the old node now shows a placeholder or nothing)
+    moved: dict[str, str] = {}
+    for name, (status, _cand, _why) in list(decisions.items()):
+        spec = bp.fields[name]
+        blank = status == "kept" and _shows_no_value(after, root_a.css_first(spec.css), old_raw.get(name))
+        carriers = attrs_for_text_single(after, old_raw.get(name)) if (status == "gone" or blank) and not spec.attr else []
+        if carriers and name in fps:
+            _through_attr(bp, before, after, fps, old_raw, name, carriers, decisions, details, moved, from_text=True)
 
     # fields the value alone could not place: their relation to the fields that were placed
     _place_by_record(bp, before, after, old_nodes, old_raw, fps, decisions, details)
@@ -143,27 +157,11 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
 
     # an attribute field whose old value is now carried by another attribute (a date moved from
     # abbr[title] to time[datetime]): located again through that attribute, at a lower confidence
-    moved: dict[str, str] = {}
     for name, (status, _cand, _why) in list(decisions.items()):
         spec = bp.fields[name]
         new_attr = other_attr_single(after, old_raw.get(name), spec.attr) if status == "gone" else None
-        if new_attr is None or name not in fps:
-            continue
-        others = {v for m, v in old_raw.items() if m != name and v}
-        st, cand, why, runner = _locate(fps[name], old_raw[name], replace(spec, attr=new_attr), after, None, {},
-                                        [], others, before)
-        lone = lone_carrier(after, old_raw[name], new_attr) if st == "gone" else None
-        if lone is not None:
-            # the value is no chance value and one node alone carries it: the field moved with it,
-            # whatever the node looks like now (the theme that moved the attribute changed the markup)
-            st, why = "healed", "the old value, carried by one node alone"
-            cand = Candidate(lone, 1.0, similarity(fps[name], after, lone), False, "moved")
-        if st == "healed" and cand is not None:
-            cand.kind = "moved"
-            why = f"{why}, now in its attribute {new_attr!r} (no longer in {spec.attr!r})"
-            moved[name] = new_attr
-            decisions[name] = ("healed", cand, why)
-            details[name] = {**_detail("healed", cand, runner, why, after, spec), "attr": new_attr}
+        if new_attr is not None and name in fps:
+            _through_attr(bp, before, after, fps, old_raw, name, [new_attr], decisions, details, moved)
 
     _drop_collisions_single(bp, after, old_nodes, decisions, details)
     _settle_optional_single(bp, after, decisions, details)
@@ -221,6 +219,55 @@ def _heal_single(bp: Blueprint, before: Page, after: Page, old_raw: dict, old_re
     summary = "; ".join(f"{n}: {decisions[n][2]} -> {changed[n]}" for n in changed)
     return HealResult(True, new_bp, f"{summary} (confidence {conf:.2f})", changed, confidence=conf, details=details,
                       extracted=check)
+
+
+def _through_attr(bp: Blueprint, before: Page, after: Page, fps: dict[str, Fingerprint], old_raw: dict, name: str,
+                  names: list[str], decisions: dict, details: dict, moved: dict[str, str], from_text: bool = False) -> None:
+    """Locate field `name` again through the attribute, among `names`, now carrying its old value.
+
+    From another attribute the field is found at a lower confidence ("moved"), and one node alone
+    carrying a telling value takes the field wherever it is; from its text, as through the text
+    itself, in a node like the old one only (a lone unlike carrier, a favourite button's
+    `data-title`, is a copy of the value, not the field).
+    Several attributes leading to different nodes alike: none taken.
+    """
+    spec = bp.fields[name]
+    others = {v for m, v in old_raw.items() if m != name and v}
+    found = []
+    for new_attr in names:
+        st, cand, why, runner = _locate(fps[name], old_raw[name], replace(spec, attr=new_attr), after, None, {},
+                                        [], others, before)
+        if from_text and cand is not None and (cand.kind == "moved" or cand.sim < MIN_SIM_EXACT):
+            # from the text, only a node like the old one counts, label or not: a value in an unlike
+            # place (a button's title repeating a heading) is a copy, not the field
+            st, cand = "gone", None
+        lone = lone_carrier(after, old_raw[name], new_attr) if st == "gone" and not from_text else None
+        if lone is not None:
+            # the value is no chance value and one node alone carries it: the field moved with it,
+            # whatever the node looks like now (the theme that moved the attribute changed the markup)
+            st, why = "healed", "the old value, carried by one node alone"
+            cand = Candidate(lone, 1.0, similarity(fps[name], after, lone), False, "moved")
+        if st == "healed" and cand is not None:
+            found.append((cand, new_attr, why, runner))
+    found.sort(key=lambda f: -f[0].sim)
+    if not found or len(found) > 1 and found[1][0].node != found[0][0].node and found[0][0].sim - found[1][0].sim < MARGIN:
+        return
+    cand, new_attr, why, runner = found[0]
+    if from_text:
+        why = f"{why}, now in its attribute {new_attr!r} (its text no longer says it)"
+    else:
+        cand.kind = "moved"
+        why = f"{why}, now in its attribute {new_attr!r} (no longer in {spec.attr!r})"
+    moved[name] = new_attr
+    decisions[name] = ("healed", cand, why)
+    details[name] = {**_detail("healed", cand, runner, why, after, spec), "attr": new_attr}
+
+
+def _shows_no_value(after: Page, node, old_value: str | None) -> bool:
+    """True when the old selector's node now shows nothing or a placeholder where a value was."""
+    i = after.index_of(node) if node is not None else None
+    text = after.value(i, None) if i is not None else None
+    return bool(old_value) and (not text or PLACEHOLDER.match(text) is not None)
 
 
 _EVIDENCE_RANK = {"current": 4, "exact": 3, "record": 3, "moved": 2, "shared": 2, "near": 1, "label": 0}
@@ -355,37 +402,6 @@ def _shown_before(before: Page | None, value: str | None, attr: str | None, fp: 
     return _short(value) if hits else ""
 
 
-def _key_beside(page: Page, i: int | None) -> str:
-    """The short text just before node i (or before its parent when i comes first in it): a row's key."""
-    if i is None:
-        return ""
-    cur = i
-    for _level in range(2):
-        p = page.parent[cur]
-        if p < 0:
-            return ""
-        sibs = page.children[p]
-        k = sibs.index(cur)
-        if k > 0:
-            t = page.texts[sibs[k - 1]]
-            return t if t and len(t) <= LABEL_MAX and t != page.texts[i] and any(ch.isalpha() for ch in t) else ""
-        cur = p
-    return ""
-
-
-def _slid_into_place(before: Page, old_node: int | None, after: Page, cur: int | None) -> str:
-    """The key now beside the old selector's node, when another row slid into the field's place, else "".
-
-    The old node sat beside one key ("Build"); the node the old selector finds now sits beside
-    another ("Packages") that the last good page showed too: the field's row was removed and the
-    next row took its place, so the node's value is not the field's value changed in place.
-    """
-    old_key, new_key = _key_beside(before, old_node), _key_beside(after, cur)
-    if old_key and new_key and old_key != new_key and before.exact(new_key, None):
-        return new_key
-    return ""
-
-
 def _short(value: str | None, n: int = 40) -> str:
     v = value or ""
     return repr(v if len(v) <= n else v[:n - 1] + "…")
@@ -418,21 +434,6 @@ def _in_place(fp: Fingerprint, spec: FieldSpec, after: Page, cur: int | None, ot
     if text_shape(value) != fp.shape:
         sim += 0.1   # same kind of value (a name that grew a word): the shape part of likeness holds
     return sim if sim >= MIN_SIM_IN_PLACE else None
-
-
-def _relation(page: Page, x: int, y: int) -> tuple[int, int] | None:
-    """Steps up from x and from y to their lowest common ancestor."""
-    up_x = {x: 0}
-    k, a = 0, x
-    while a >= 0:
-        up_x[a] = k
-        a, k = page.parent[a], k + 1
-    k, a = 0, y
-    while a >= 0:
-        if a in up_x:
-            return up_x[a], k
-        a, k = page.parent[a], k + 1
-    return None
 
 
 def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, old_raw: dict, fps: dict,
@@ -468,12 +469,12 @@ def _place_by_record(bp: Blueprint, before: Page, after: Page, old_nodes: dict, 
         cands = _exact_candidates(fps[name], value, spec.attr, after, {}, None)
         if not cands:
             continue
-        olds = {a: _relation(before, old_nodes[name], o) for a, (o, _n) in mine.items()}
+        olds = {a: steps_to_common(before, old_nodes[name], o) for a, (o, _n) in mine.items()}
 
         def distance(c: Candidate) -> float:
             ds = []
             for a, (_o, n) in mine.items():  # noqa: B023 - called within this iteration
-                was, now = olds[a], _relation(after, c.node, n)  # noqa: B023 - called within this iteration
+                was, now = olds[a], steps_to_common(after, c.node, n)  # noqa: B023 - called within this iteration
                 if was is None or now is None:
                     ds.append(9.0)
                 else:

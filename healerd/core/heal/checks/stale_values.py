@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from healerd.core.blueprint import Blueprint, FieldSpec
+from healerd.core.heal.checks.placeholders import PLACEHOLDER
 from healerd.core.heal.evidence import HealResult, is_weak, split_confidence, value_kind
 from healerd.core.heal.page.extraction import extract_on
 from healerd.core.heal.page.fingerprint import Page, fingerprint, similarity
@@ -147,6 +148,8 @@ def kept_in_place(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Pag
             continue
         if len(got) != len(rows) or any(g.get(name) != r.get(name) for g, r in zip(got, rows)):
             continue  # the heal reads other values than the old ones: not a copy of them
+        if spec.attr is None and now.attr is not None and _hidden_on_old_node(spec, now, new_bp, after):
+            continue  # the value left the old node's text for an attribute on it or inside it: not a copy
         if _in_place(spec, old_bp, new_bp, before, after, [r.get(name) for r in rows]):
             out.append(name)
     # A field read from the same node as one kept (a link's text and its href) was moved with it:
@@ -155,6 +158,20 @@ def kept_in_place(old_bp: Blueprint, new_bp: Blueprint, before: Page, after: Pag
     out += [n for n, spec in old_bp.fields.items() if n not in out and n in new_bp.fields
             and (spec.css, new_bp.fields[n].css) in moved]
     return out
+
+
+def _hidden_on_old_node(spec: FieldSpec, now: FieldSpec, new_bp: Blueprint, after: Page) -> bool:
+    """In every record the heal reads an attribute of the old selector's node or of a node inside it,
+    and that node's text is now nothing or a placeholder: the value hidden in an attribute, not changed."""
+    assert spec.css is not None and now.css is not None
+    for c in _containers(after, new_bp.items):
+        o, n = after.first_in(c, spec.css), after.first_in(c, now.css)
+        if o is None or n is None or not after.contains(o, n):
+            return False
+        text = after.value(o, None)
+        if text and not PLACEHOLDER.match(text):
+            return False
+    return True
 
 
 def _carriers(page: Page, value: str, attr: str | None) -> int:

@@ -25,6 +25,7 @@ from healerd.core.blueprint import Blueprint
 from healerd.core.heal.evidence import RECORD_MARGIN, RECORD_MAX_DISTANCE, RECORD_MAX_DISTANCE_SOLE
 from healerd.core.heal.fields.single_candidates import Candidate
 from healerd.core.heal.page.fingerprint import Fingerprint, Page, collapse, similarity
+from healerd.core.heal.page.positions import steps_to_common
 
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 NUMERIC_TYPES = ("int", "float")
@@ -38,21 +39,6 @@ def bare_number(text: str | None) -> str | None:
     if len(found) < 1 or t == found[0]:
         return None
     return found[0]
-
-
-def _relation(page: Page, x: int, y: int) -> tuple[int, int] | None:
-    """Steps up from x and from y to their lowest common ancestor."""
-    up_x: dict[int, int] = {}
-    k, a = 0, x
-    while a >= 0:
-        up_x[a] = k
-        a, k = page.parent[a], k + 1
-    k, a = 0, y
-    while a >= 0:
-        if a in up_x:
-            return up_x[a], k
-        a, k = page.parent[a], k + 1
-    return None
 
 
 def _off_by(was: tuple[int, int] | None, now: tuple[int, int] | None) -> float:
@@ -94,10 +80,10 @@ def place_by_number(bp: Blueprint, before: Page, after: Page, old_nodes: dict, o
         mine = {a: n for a, n in anchors.items() if a != name and n[0] != old_node}
         if number is None or not mine:
             continue
-        olds = {a: _relation(before, old_node, o) for a, (o, _n) in mine.items()}
+        olds = {a: steps_to_common(before, old_node, o) for a, (o, _n) in mine.items()}
 
         def distance(page: Page, i: int, which: int) -> float:
-            return sum(_off_by(olds[a], _relation(page, i, ends[which]))  # noqa: B023 - called within this iteration
+            return sum(_off_by(olds[a], steps_to_common(page, i, ends[which]))  # noqa: B023 - called within this iteration
                        for a, ends in mine.items()) / len(mine)  # noqa: B023 - called within this iteration
 
         # the number already shown bare beside the record on the last good page: another field's

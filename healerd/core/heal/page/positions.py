@@ -36,3 +36,18 @@ def relative_path(page: Page, anchor: int, node: int) -> Path:
         if top < 0:
             return ((-1,), ())
     return (_down(page, top, anchor), _down(page, top, node))
+
+
+def steps_to_common(page: Page, x: int, y: int) -> tuple[int, int] | None:
+    """Steps up from x and from y to their lowest common ancestor."""
+    up_x: dict[int, int] = {}
+    k, a = 0, x
+    while a >= 0:
+        up_x[a] = k
+        a, k = page.parent[a], k + 1
+    k, a = 0, y
+    while a >= 0:
+        if a in up_x:
+            return up_x[a], k
+        a, k = page.parent[a], k + 1
+    return None
