@@ -68,6 +68,44 @@ def test_in_a_listing_a_label_of_any_record_keeps_the_field():
     assert gone_fields(Blueprint(fields={"x": FieldSpec("x", "p.none")}), before, gone) == []
 
 
+def test_only_the_first_50_old_values_are_looked_for():
+    bp = Blueprint(items="li", fields={"name": FieldSpec("name", "span")})
+    before = "<html><body><ul>" + "".join(f"<li><span>Record number {i:03d}</span></li>" for i in range(51)) + "</ul></body></html>"
+    only_last = "<html><body><p>Record number 050</p></body></html>"
+    assert gone_fields(bp, before, only_last) == ["name"]
+    assert gone_fields(bp, before, "<html><body><p>Record number 049</p></body></html>") == []
+
+
+def test_an_attribute_value_is_looked_for_in_attributes():
+    bp = Blueprint(fields={"title": FieldSpec("title", "h1"), "link": FieldSpec("link", "a.more", attr="href")})
+    before = "<html><body><h1>Quiet harbour</h1><a class='more' href='/harbours/quiet-harbour'>More</a></body></html>"
+    kept = "<html><body><h2>Elsewhere</h2><a class='x' href='/harbours/quiet-harbour'>Read on</a></body></html>"
+    longer = "<html><body><h2>Elsewhere</h2><a href='/harbours/quiet-harbour?from=list'>Read on</a></body></html>"
+    gone = "<html><body><h2>Elsewhere</h2><a href='/ports/other'>Read on</a></body></html>"
+    assert gone_fields(bp, before, kept, names=["link"]) == []
+    assert gone_fields(bp, before, longer, names=["link"]) == []
+    assert gone_fields(bp, before, gone, names=["link"]) == ["link"]
+
+
+def test_every_field_is_judged_whatever_the_fields_before_it():
+    bp = Blueprint(fields={"none": FieldSpec("none", "p.none"), "title": FieldSpec("title", "h1"),
+                           "score": FieldSpec("score", "dl dd"), "city": FieldSpec("city", "p.city")})
+    before = ("<html><body><h1>Quiet harbour</h1><dl><dt>Score</dt><dd>7</dd></dl>"
+              "<h3>Port</h3><p class='city'>Lindesnes</p></body></html>")
+    after = "<html><body><h1>Quiet harbour</h1><dl><dt>Score</dt><dd>9</dd></dl></body></html>"
+    # no old value for `none`, `title` found, `score` kept by its label: `city` is still judged
+    assert gone_fields(bp, before, after) == ["city"]
+
+
+def test_no_page_or_a_code_parser_is_no_evidence():
+    code = "def parse(html):\n    return {'title': 'x', 'score': '7'}\n"
+    parser_bp = Blueprint(fields=DL.fields, parser=code)
+    gone = "<html><body><h1>Elsewhere</h1></body></html>"
+    assert gone_fields(parser_bp, DL_BEFORE, gone) == []
+    assert gone_fields(DL, DL_BEFORE, "") == []
+    assert gone_fields(DL, "", gone) == []
+
+
 # -- listing_cells ----------------------------------------------------------------------------------
 
 STOCK = [("claw-hammer-forged", "12", "4"), ("garden-hose-green", "30", "7"),
