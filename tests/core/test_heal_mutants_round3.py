@@ -15,10 +15,12 @@ import pytest
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.agreement import corroborated
+from healerd.core.heal.anchored_place import place_by_anchors
 from healerd.core.heal.block_copies import copied_field
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.data_gone import gone_fields
-from healerd.core.heal.fingerprint import Page
+from healerd.core.heal.fingerprint import Page, fingerprint
+from healerd.core.heal.single_candidates import Candidate
 
 # -- data_gone --------------------------------------------------------------------------------------
 
@@ -239,3 +241,61 @@ def test_a_twin_is_a_sign_of_a_copy_only_when_clearly_more_like_the_old_place(tw
     assert (found is not None) is copy, found
     if copy:
         assert found.startswith("sku (") and "'HX-2042'" in found
+
+
+# -- anchored_place ---------------------------------------------------------------------------------
+
+LAMP = Blueprint(fields={
+    "title": FieldSpec("title", "div.product h1.title"),
+    "sku": FieldSpec("sku", "div.product span.sku"),
+    "price": FieldSpec("price", "div.product span.price", type="float"),
+})
+
+
+def lamp(box: str, tag: str, cls: tuple[str, str, str], price: str, aside: str = "") -> str:
+    return (f"<html><body><main><div class='{box}'><h1 class='{cls[0]}'>Walnut Desk Lamp</h1>"
+            f"<{tag} class='{cls[1]}'>WDL-2231</{tag}><{tag} class='{cls[2]}'>{price}</{tag}>"
+            f"<p>Ships in two days</p></div>{aside}</main></body></html>")
+
+
+LAMP_BEFORE = lamp("product", "span", ("title", "sku", "price"), "49.90")
+LAMP_RAW = {"title": "Walnut Desk Lamp", "sku": "WDL-2231", "price": "49.90"}
+GONE_WHY = "the old value is nowhere on the page"
+
+
+def _place(after_html: str, sku_kind: str, sku_css: str) -> dict:
+    before, after = Page(LAMP_BEFORE), Page(after_html)
+    old_nodes = {n: before.index_of(before.tree.css_first(s.css)) for n, s in LAMP.fields.items()}
+    fps = {n: fingerprint(before, old_nodes[n], LAMP_RAW[n]) for n in LAMP.fields}
+    decisions = {
+        "title": ("healed", Candidate(after.index_of(after.tree.css_first("h1")), 1.0, 1.0, False, "exact"), "found"),
+        "sku": ("healed", Candidate(after.index_of(after.tree.css_first(sku_css)), 0.6, 0.3, False, sku_kind), "found"),
+        "price": ("gone", None, GONE_WHY),
+    }
+    placed = place_by_anchors(LAMP, before, after, old_nodes, LAMP_RAW, fps, decisions)
+    return {name: (after.value(cand.node, None), why) for name, (cand, why) in placed.items()}
+
+
+RESTYLED = ("Card_box", "div", ("Card_title", "Card_code", "Card_amount"))
+DECOY = "<aside><h3>Related</h3><a href='/p/2'>Brass Floor Lamp</a><em>WDL-2231</em></aside>"
+
+
+@pytest.mark.parametrize("kind", ["label", "moved", "shared"])
+def test_a_field_found_only_in_an_unlike_place_is_no_anchor(kind):
+    """The SKU's value turns up only in a related block (found there by a label, as a lone copy): it
+    is no anchor, and its place says nothing against the title's, which places the new price."""
+    got = _place(lamp(*RESTYLED, "54.90", aside=DECOY), kind, "aside em")
+    assert got == {"price": ("54.90", f"{GONE_WHY}; placed as before relative to title "
+                                      f"(new value of the old kind, likeness {got['price'][1].rsplit(' ', 1)[1]}")}
+    # found by its value, the same node is an anchor, and it disagrees: nothing placed
+    assert _place(lamp(*RESTYLED, "54.90", aside=DECOY), "exact", "aside em") == {}
+
+
+@pytest.mark.parametrize("price, placed", [
+    ("54.90", True),            # new text of the old kind at the anchored slot
+    ("Ask us", False),          # another kind of value
+    ("5", False),               # too short to be news
+])
+def test_the_text_at_the_anchored_slot_must_be_new_and_of_the_old_kind(price, placed):
+    got = _place(lamp(*RESTYLED, price), "exact", "div.Card_code")
+    assert (got.get("price", (None,))[0] == price) is placed, got
