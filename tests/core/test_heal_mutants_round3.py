@@ -14,8 +14,8 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.agreement import corroborated
-from healerd.core.heal.anchored_place import place_by_anchors
+from healerd.core.heal.agreement import OldText, corroborated
+from healerd.core.heal.anchored_place import acceptable, place_by_anchors
 from healerd.core.heal.block_copies import copied_field
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.data_gone import gone_fields
@@ -299,3 +299,56 @@ def test_a_field_found_only_in_an_unlike_place_is_no_anchor(kind):
 def test_the_text_at_the_anchored_slot_must_be_new_and_of_the_old_kind(price, placed):
     got = _place(lamp(*RESTYLED, price), "exact", "div.Card_code")
     assert (got.get("price", (None,))[0] == price) is placed, got
+
+
+MANUAL = Blueprint(fields={
+    "note": FieldSpec("note", "div.product p.note"),
+    "title": FieldSpec("title", "div.product h1.title"),
+    "sku": FieldSpec("sku", "div.product span.sku"),
+    "manual": FieldSpec("manual", "div.product a.manual", attr="href"),
+})
+MANUAL_RAW = {"note": "Limited stock this week", "title": "Walnut Desk Lamp", "sku": "WDL-2231",
+              "manual": "/docs/wdl-2231-rev1.pdf"}
+
+
+def manual_card(box: str, tag: str, cls: tuple[str, ...], href: str, note: bool = True) -> str:
+    said = f"<p class='{cls[3]}'>Limited stock this week</p>" if note else ""
+    return (f"<html><body><main><div class='{box}'><h1 class='{cls[0]}'>Walnut Desk Lamp</h1>"
+            f"<{tag} class='{cls[1]}'>WDL-2231</{tag}><a class='{cls[2]}' href='{href}'>Manual</a>"
+            f"<p>Ships in two days</p>{said}</div></main></body></html>")
+
+
+def test_an_attribute_field_is_placed_by_its_attribute_after_a_field_that_cannot_be():
+    """Two fields gone: the note (removed: nothing at its place) and the manual's link, whose href
+    changed; the note's refusal does not end the search, and the link's new href, not its old text
+    ("Manual"), is the value judged and placed."""
+    before = Page(manual_card("product", "span", ("title", "sku", "manual", "note"), "/docs/wdl-2231-rev1.pdf"))
+    after = Page(manual_card("Card_box", "div", ("Card_t", "Card_c", "Card_m", "Card_n"), "/docs/wdl-2231-rev2.pdf",
+                             note=False))
+    old_nodes = {n: before.index_of(before.tree.css_first(s.css)) for n, s in MANUAL.fields.items()}
+    fps = {n: fingerprint(before, old_nodes[n], MANUAL_RAW[n]) for n in MANUAL.fields}
+    decisions = {
+        "note": ("gone", None, GONE_WHY),
+        "title": ("healed", Candidate(after.index_of(after.tree.css_first("h1")), 1.0, 1.0, False, "exact"), "found"),
+        "sku": ("healed", Candidate(after.index_of(after.tree.css_first("div.Card_c")), 1.0, 1.0, False, "exact"), "f"),
+        "manual": ("gone", None, GONE_WHY),
+    }
+    placed = place_by_anchors(MANUAL, before, after, old_nodes, MANUAL_RAW, fps, decisions)
+    assert set(placed) == {"manual"}
+    cand, why = placed["manual"]
+    assert after.value(cand.node, "href") == "/docs/wdl-2231-rev2.pdf"
+    assert why.startswith(f"{GONE_WHY}; placed as before relative to sku, title (new value of the old kind, likeness ")
+    assert cand.kind == "anchored" and cand.label_match is False and cand.score == cand.sim > 0
+
+
+def test_another_fields_node_or_one_holding_it_is_not_acceptable():
+    before = Page(LAMP_BEFORE)
+    after = Page(lamp(*RESTYLED, "54.90"))
+    old = before.index_of(before.tree.css_first("span.price"))
+    node = after.index_of(after.tree.css_first("div.Card_amount"))
+    box = after.index_of(after.tree.css_first("div.Card_box"))
+    text = after.index_of(after.tree.css_first("h1"))
+    old_text = OldText(before)
+    assert acceptable(before, old, "49.90", after, node, "54.90", [text], old_text)
+    assert not acceptable(before, old, "49.90", after, node, "54.90", [node], old_text)
+    assert not acceptable(before, old, "49.90", after, node, "54.90", [box], old_text)     # holds it
