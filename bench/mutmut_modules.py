@@ -58,10 +58,13 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                                "tests/core/test_heal_label_pairs.py",
                                                "tests/core/test_heal_mutants_round3.py"]),
     "ladder": ("healerd/core/ladder/ladder.py", ["tests/core/test_ladder_rungs.py", "tests/core/test_ladder_breakers.py",
-                                                "tests/core/test_healing_routes.py"]),
+                                                "tests/core/test_healing_routes.py", "tests/core/test_ladder_mutants.py"]),
+    "rungs": ("healerd/core/ladder/rungs.py", ["tests/core/test_ladder_rungs.py", "tests/core/test_ladder_breakers.py",
+                                              "tests/core/test_ladder_mutants.py"]),
     "static_check": (f"{SB}/static_check.py", ["tests/adapters/test_sandbox.py",
                                               "tests/adapters/test_static_check_mutants.py"]),
     "feeds": ("healerd/adapters/feeds.py", ["tests/adapters/test_feeds.py", "tests/adapters/test_feeds_mutants.py"]),
+    "feed_cursors": ("healerd/store/feeds.py", ["tests/adapters/test_feeds.py", "tests/store/test_feed_cursors.py"]),
 }
 
 
