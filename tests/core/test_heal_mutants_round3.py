@@ -16,7 +16,7 @@ from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
 from healerd.core.heal.agreement import OldText, corroborated
 from healerd.core.heal.anchored_place import acceptable, place_by_anchors
-from healerd.core.heal.block_copies import copied_field
+from healerd.core.heal.block_copies import copied_field, to_twins
 from healerd.core.heal.builtin import heal
 from healerd.core.heal.data_gone import gone_fields
 from healerd.core.heal.fingerprint import Page, fingerprint
@@ -352,3 +352,37 @@ def test_another_fields_node_or_one_holding_it_is_not_acceptable():
     assert acceptable(before, old, "49.90", after, node, "54.90", [text], old_text)
     assert not acceptable(before, old, "49.90", after, node, "54.90", [node], old_text)
     assert not acceptable(before, old, "49.90", after, node, "54.90", [box], old_text)     # holds it
+
+
+MANUAL_LINK = Blueprint(fields={
+    "title": FieldSpec("title", "div.item h1.name", "str"),
+    "manual": FieldSpec("manual", "div.item div.codes a.manual", "str", attr="href"),
+})
+REV1 = "/docs/manuals/claw-hammer-hx-2041-forged-steel-rev1.pdf"
+REV2 = "/docs/manuals/claw-hammer-hx-2041-forged-steel-rev2.pdf"
+LINK_BEFORE = ("<html><body><nav><a href='/'>Tools</a></nav><main><div class='item'><h1 class='name'>Claw hammer</h1>"
+               f"<div class='codes'><a class='manual' href='{REV1}'>Manual</a></div>"
+               "<p>Forged steel head.</p></div></main></body></html>")
+
+
+def link_after(own: str = REV2) -> str:
+    """Classes renamed; the record's manual link now points at rev2; a 'Recently viewed' block keeps rev1."""
+    return ("<html><body><nav><a href='/'>Tools</a></nav>"
+            f"<aside><h3>Recently viewed</h3><div class='r1'><a class='c9' href='{REV1}'>Manual</a></div></aside>"
+            "<main><div class='p1'><h1 class='p2'>Claw hammer</h1>"
+            f"<div class='p3'><a class='c9' href='{own}'>Manual</a></div>"
+            "<p>Forged steel head.</p></div></main></body></html>")
+
+
+def test_an_attribute_read_from_a_copy_is_told_by_its_twin_and_moved_to_it():
+    from_copy = Blueprint(fields={**MANUAL_LINK.fields, "manual": FieldSpec("manual", "aside a.c9", "str", attr="href")})
+    raw = extract(LINK_BEFORE, MANUAL_LINK).raw
+    found = copied_field(MANUAL_LINK, from_copy, Page(LINK_BEFORE), Page(link_after()), raw)
+    # the twin's href, cut to 40 characters in the one line
+    assert found == ("manual (its old value is read from a copy of the record's node: the node built like it where the "
+                     "old one was says '/docs/manuals/claw-hammer-hx-2041-forge…' now)")
+    moved = to_twins(MANUAL_LINK, from_copy, Page(LINK_BEFORE), Page(link_after()), raw)
+    assert moved is not None and moved[1] == ["manual"]
+    assert extract(link_after(), moved[0]).data["manual"] == REV2
+    # the record's own link unchanged: nothing read from a copy
+    assert copied_field(MANUAL_LINK, from_copy, Page(LINK_BEFORE), Page(link_after(own=REV1)), raw) is None
