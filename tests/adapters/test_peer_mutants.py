@@ -120,3 +120,40 @@ def test_a_row_that_shows_late_is_waited_for(connected, monkeypatch):
     with pytest.raises(peer.PeerRefused, match="uid 65534|nobody"):
         peer.check_connected(client, ME)
     assert calls == [remote[1]] * 3      # asked about the peer's port only, until the row showed
+
+
+def test_a_refusal_names_the_place_the_owner_and_who_is_allowed(connected, monkeypatch):
+    client, _ = connected
+    local, remote = client.getsockname(), client.getpeername()
+    mirrored = row(remote[0], remote[1], remote=local[0], rport=local[1], state=1, uid=NOBODY)
+    monkeypatch.setattr(peer, "read_tcp_table", lambda port=None: [mirrored])
+    with pytest.raises(peer.PeerRefused) as info:
+        peer.check_connected(client, ME, what="the alert webhook")
+    allowed = f"root, healerd's user {peer.describe_uid(os.geteuid())} or [healer] allowed_user"
+    assert str(info.value) == (f"refused to send to the alert webhook at {remote[0]}:{remote[1]}: the socket there "
+                               f"belongs to {peer.describe_uid(NOBODY)}, not to {allowed}; nothing was sent")
+    with pytest.raises(peer.PeerRefused) as info:
+        peer.check_listeners("localhost", PORT, ME, entries=[row("::1", PORT)])
+    assert str(info.value).startswith(f"refused to send to the healer at localhost:{PORT}: the socket there belongs to ")
+
+
+def test_the_tables_are_read_for_one_port_and_a_missing_one_is_skipped(tmp_path, monkeypatch):
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    if socket.htonl(1) == 1:
+        pytest.skip("the sample is a little-endian table")
+    (tmp_path / "tcp6").write_text(
+        header + f"   0: 00000000000000000000000001000000:{PORT:04X} 00000000000000000000000000000000:0000 0A "
+                 "00000000:00000000 00:00000000 00000000 65534 0 77 1 0\n"
+               + f"   1: 00000000000000000000000001000000:{PORT + 1:04X} 00000000000000000000000000000000:0000 0A "
+                 "00000000:00000000 00:00000000 00000000 1 0 78 1 0\n")
+    # tcp missing (IPv4 off), tcp6 there: the one table read is enough
+    monkeypatch.setattr(peer, "PROC_TABLES", ((str(tmp_path / "tcp"), False), (str(tmp_path / "tcp6"), True)))
+    assert [(str(e.local[0]), e.local[1], e.uid) for e in peer.read_tcp_table(PORT)] == [("::1", PORT, NOBODY)]
+    assert len(peer.read_tcp_table()) == 2
+    with pytest.raises(peer.PeerRefused):
+        peer.check_listeners("::1", PORT, ME)
+    # no table at all: refused, nothing sent
+    monkeypatch.setattr(peer, "PROC_TABLES", ((str(tmp_path / "tcp"), False), (str(tmp_path / "none6"), True)))
+    with pytest.raises(peer.PeerRefused) as info:
+        peer.read_tcp_table(PORT)
+    assert str(info.value) == "cannot tell who listens: /proc/self/net/tcp cannot be read; nothing was sent"
