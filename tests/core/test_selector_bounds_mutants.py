@@ -95,3 +95,15 @@ def test_the_digest_of_a_candidate_is_stable():
     # a lone surrogate (text read from a broken page) still has a digest
     odd = Blueprint(fields=bp.fields, url="https://example.org/\udc80")
     assert len(sb.candidate_digest(odd)) == 64
+
+
+@pytest.mark.parametrize("css", ["x:is(a, b):has(c)", "x:is(a):not(.b)", "x:not(.a):is(b)", "x:where(a):is(b)"])
+def test_a_nesting_pseudo_class_before_another_is_measured_at_the_same_level(css):
+    """Two functional pseudo-classes side by side in one compound nest one level each, not two."""
+    assert sb.problem(css) is None
+    assert sb.problem(css.replace("x:", "x:has(y):", 1)) is None
+
+
+def test_a_refused_selector_is_shown_whole_up_to_120_characters():
+    assert str(sb.SelectorRefused("x" * 120, "why")) == f"the selector {'x' * 120!r} is refused: why"
+    assert str(sb.SelectorRefused("x" * 121, "why")) == f"the selector {'x' * 117 + '...'!r} is refused: why"
