@@ -24,6 +24,7 @@ little_endian = pytest.mark.skipif(socket.htonl(1) == 1, reason="the sample is a
 def test_a_malformed_row_or_another_ports_row_does_not_end_the_table():
     text = (HEADER + tcp_row(0, "0100007F:1F90", "00000000:0000", "0A", 1, 11)
             + "   1: garbage\n"
+            + tcp_row(9, "0100007G:1F90", "00000000:0000", "0A", 9, 19)      # a full row that does not parse
             + tcp_row(2, "0100007F:1F91", "00000000:0000", "0A", 2, 12)
             + tcp_row(3, "0100007F:1F90", "0100007F:D000", "01", 3, 13))
     assert [e.uid for e in parse_proc_net_tcp(text, v6=False)] == [1, 2, 3]
