@@ -7,8 +7,11 @@
 
 from __future__ import annotations
 
+import pytest
+from selectolax.lexbor import LexborHTMLParser
+
 from healerd.core.blueprint import from_dict
-from healerd.core.drift import copies, drift_reason, shift_suspect
+from healerd.core.drift import _renamed, copies, drift_reason, label_of, shift_suspect
 from healerd.core.extract import extract
 from healerd.core.validate import last_good_sample
 from tests.support.driftpages import TABLE_BP, table
@@ -50,3 +53,38 @@ def test_a_title_and_a_link_sharing_values_do_not_trigger_the_check():
     # the link giving the title's values while the title gives others: moved
     moved = [{"title": "Gamma", "link": "Alpha"}, {"title": "Delta", "link": "Beta"}]
     assert shift_suspect(moved, sample) is True
+
+
+@pytest.mark.parametrize("html, css, label", [
+    # a table cell: its row's header cell and its column's header
+    ("<table><thead><tr><th></th><th>Price</th><th>Stock</th></tr></thead><tbody><tr><th>Hammer</th><td>12</td>"
+     "<td>4</td></tr></tbody></table>", "td:nth-of-type(2)", "Hammer | Stock"),
+    ("<table><tr><th>Item</th><th>Price</th></tr><tr><td>Hammer</td><td>12</td></tr></table>",
+     "tr:nth-of-type(2) td:nth-of-type(2)", "Hammer | Price"),
+    # a two-column table of name and value: the name cell, no column header
+    ("<table><tr><td>Weight</td><td>2 kg</td></tr></table>", "td:nth-of-type(2)", "Weight | "),
+    ("<table><tr><td>Weight</td><td>2 kg</td></tr></table>", "td:nth-of-type(1)", " | "),
+    ("<table><tr><td>" + "W" * 45 + "</td><td>2 kg</td></tr></table>", "td:nth-of-type(2)", " | "),
+    # outside tables: a <dt>, a <label>, a short heading before the parent
+    ("<dl><dt>Score</dt> <dd>7</dd></dl>", "dd", "Score"),
+    ("<div><label>Price</label><span>12</span></div>", "span", "Price"),
+    ("<h3>Stock</h3><div><span>4</span></div>", "span", "Stock"),
+    # a sibling with a number, a long one, none, or one two levels up: no label
+    ("<p>Item 12</p><span>4</span>", "span", ""),
+    ("<p>" + "x" * 41 + "</p><span>4</span>", "span", ""),
+    ("<span>4</span>", "span", ""),
+    ("<div><b>Only</b></div><div><p><span>4</span></p></div>", "span", ""),
+])
+def test_the_label_beside_a_value(html, css, label):
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    assert label_of(tree.css_first(css)) == label
+    assert label_of(None) == ""
+
+
+@pytest.mark.parametrize("was, now, renamed", [
+    ("Code", "Code (current)", False), ("Price", "Our price", False), ("Price:", "price", False),
+    ("Price", "Stock", True), ("Score 10", "Rank 10", True), ("Hammer | Price", "Hammer | Stock", True),
+    ("Hammer | ", "Drill | ", True), ("", "Stock", False), ("No.", "No", False),
+])
+def test_a_label_reworded_is_not_renamed(was, now, renamed):
+    assert _renamed(was, now) is renamed
