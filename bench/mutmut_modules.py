@@ -37,7 +37,7 @@ C, H, SB = "healerd/core", "healerd/core/heal", "healerd/adapters/sandbox"
 # module name -> (its file, the test files that cover it)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "changes": (f"{C}/changes.py", ["tests/core/test_changes.py", "tests/core/test_changes_mutants.py"]),
-    "drift": (f"{C}/drift.py", ["tests/core/test_drift.py", "tests/core/test_shift_suspect.py",
+    "drift": (f"{C}/drift.py", ["tests/core/test_drift.py", "tests/core/test_shift_suspect.py", "tests/core/test_judge_headings.py",
                                "tests/core/test_drift_mutants.py"]),
     "judge": (f"{C}/judge.py", ["tests/core/test_deploy_judge.py", "tests/core/test_judge_headings.py",
                                "tests/core/test_judge_left_out.py", "tests/core/test_judge_mutants.py"]),
