@@ -6,7 +6,7 @@
 mutant its operators find (comparisons, boolean operators, numbers, strings, dropped calls and
 arguments, ...) in one module at a time and runs the test files that cover that module — only
 those, one process (`-n 0`), so a run fits on a small, shared machine. For each module the source
-tree (healerd/, tests/, schema.sql, pyproject.toml) is copied to a temporary directory with a
+tree (healerd/, tests/, docs/, README.md, schema.sql, pyproject.toml) is copied to a temporary directory with a
 `[tool.mutmut]` section naming that module and its tests; mutmut works in the copy (the working
 tree is never touched) and `mutmut results` is read back. Mutmut kills a mutant on a failing test
 or on a test run slower than its timeout (a multiple of the clean run); `--timeout` bounds a whole
@@ -83,12 +83,14 @@ def existing(tests: list[str]) -> list[str]:
 def copy_tree(dest: Path, module: str, tests: list[str], extra: list[str]) -> None:
     for name in ("healerd", "tests"):
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    shutil.copy2(ROOT / "schema.sql", dest / "schema.sql")
+    shutil.copytree(ROOT / "docs", dest / "docs")      # tests that check the reference read it
+    for name in ("schema.sql", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
     py = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     quoted = ", ".join(f'"{t}"' for t in tests)
     # schema.sql: the store finds it beside the package (mutants/healerd/..), as in a checkout;
     # "-n 0": mutmut runs pytest in its own process, one mutant after another
-    py += (f'\n[tool.mutmut]\nsource_paths = ["healerd"]\nonly_mutate = ["{module}"]\nalso_copy = ["schema.sql"]\n'
+    py += (f'\n[tool.mutmut]\nsource_paths = ["healerd"]\nonly_mutate = ["{module}"]\nalso_copy = ["schema.sql", "docs", "README.md"]\n'
            f"pytest_add_cli_args_test_selection = [{quoted}]\n"
            f'pytest_add_cli_args = ["-n", "0"{"".join(f", {a!r}" for a in extra)}]\n'
            "use_git_change_detection = false\n")
