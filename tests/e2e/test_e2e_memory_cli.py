@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.daemon import DaemonProc
+from tests.support.site import Site
 from tests.support.sitepages import listing_v1, listing_v2, write_blueprint
 
 SUMMARY_KEYS = {"issue_id", "canonical_title", "error_type", "host", "confidence_score", "verification_count",
                 "failure_count", "affected_sources", "last_confirmed_at", "status"}
 
 
-@pytest.fixture
-def healed_daemon(site, daemon_factory, tmp_path):
-    """A daemon whose source `stats` was healed by the built-in healer: one issue in the memory."""
+def heal_stats(site, d, tmp_path):
+    """Add `stats` to daemon `d` and let the built-in healer heal its redesign: one issue in the memory."""
     site.page("/stats", listing_v1())
-    d = daemon_factory().start()
     r = d.ctl("add", "stats", "--blueprint", write_blueprint(tmp_path / "stats.json", site.url("/stats")))
     assert r.returncode == 0, r.stderr
     assert d.ctl_json("run", "stats")["ok"] is True
@@ -26,8 +26,28 @@ def healed_daemon(site, daemon_factory, tmp_path):
     return d
 
 
-def test_memory_lists_the_remembered_fix_as_json_and_as_a_table(healed_daemon):
-    d = healed_daemon
+@pytest.fixture
+def healed_daemon(site, daemon_factory, tmp_path):
+    """A daemon of this test's own, healed: for the tests that change the memory."""
+    return heal_stats(site, daemon_factory().start(), tmp_path)
+
+
+@pytest.fixture(scope="module")
+def healed_for_reading(tmp_path_factory):
+    """One healed daemon shared by the tests that only read it (a heal costs a daemon and a few
+    scrapes; reading the same memory twice needs neither twice)."""
+    tmp = tmp_path_factory.mktemp("memory-read")
+    site = Site()
+    d = DaemonProc(tmp / "d")
+    try:
+        yield heal_stats(site, d.start(), tmp)
+    finally:
+        d.stop()
+        site.stop()
+
+
+def test_memory_lists_the_remembered_fix_as_json_and_as_a_table(healed_for_reading):
+    d = healed_for_reading
     issues = d.ctl_json("memory")
     assert len(issues) == 1
     issue = issues[0]
@@ -48,8 +68,8 @@ def test_memory_lists_the_remembered_fix_as_json_and_as_a_table(healed_daemon):
     assert f"{issue['confidence_score']:.2f}" in row
 
 
-def test_memory_show_gives_the_whole_issue(healed_daemon):
-    d = healed_daemon
+def test_memory_show_gives_the_whole_issue(healed_for_reading):
+    d = healed_for_reading
     issue = d.ctl_json("memory")[0]
     shown = d.ctl_json("memory", "show", issue["issue_id"])
     assert {k: shown[k] for k in SUMMARY_KEYS} == issue
