@@ -14,13 +14,14 @@ import pytest
 
 from healerd.core.blueprint import Blueprint, FieldSpec
 from healerd.core.extract import extract
-from healerd.core.heal.agreement import OldText, corroborated
-from healerd.core.heal.anchored_place import acceptable, place_by_anchors
-from healerd.core.heal.block_copies import copied_field, to_twins
-from healerd.core.heal.builtin import heal
-from healerd.core.heal.data_gone import gone_fields
-from healerd.core.heal.fingerprint import Page, fingerprint
-from healerd.core.heal.single_candidates import Candidate
+from healerd.core.heal.checks.block_copies import copied_field, to_twins
+from healerd.core.heal.checks.data_gone import gone_fields
+from healerd.core.heal.evidence import OldText
+from healerd.core.heal.fields.single_anchored import acceptable, place_by_anchors
+from healerd.core.heal.fields.single_candidates import Candidate
+from healerd.core.heal.page.fingerprint import Page, fingerprint
+from healerd.core.heal.pipeline import heal
+from healerd.core.heal.verdict.corroboration import corroborated
 
 # -- data_gone --------------------------------------------------------------------------------------
 
