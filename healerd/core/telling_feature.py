@@ -41,15 +41,23 @@ def by_telling_feature(candidate: Blueprint, html: str) -> Blueprint | None:
         return None
     ids = {n.mem_id for n in chosen}
     parents = {n.parent.mem_id: n.parent for n in chosen if n.parent is not None}
+    base = _POSITIONAL.sub("", items).strip()
+    if not base or base.endswith((">", "+", "~")):
+        return None
+    # What the position left out: the nodes the selector without its position reads beside the
+    # records (a header row that selector does not read was never a record's look-alike); when it
+    # reads no more than the records, every sibling of the records' tag.
+    try:
+        alike = [n for n in item_nodes(tree, (base,)) if n.mem_id not in ids
+                 and n.parent is not None and n.parent.mem_id in parents]
+    except Exception:
+        alike = []
     tags = {n.tag for n in chosen}
-    left = [c for p in parents.values() for c in p.iter() if c.mem_id not in ids and c.tag in tags]
+    left = alike or [c for p in parents.values() for c in p.iter() if c.mem_id not in ids and c.tag in tags]
     if not left:
         return None
     own = set().union(*((n.attributes.get("class") or "").split() for n in chosen))
     telling = set.intersection(*(set((c.attributes.get("class") or "").split()) for c in left)) - own
-    base = _POSITIONAL.sub("", items).strip()
-    if not base or base.endswith((">", "+", "~")):
-        return None
     # the rewrite alone, or under the records' parent (a bare `tr` also finds the header's rows)
     scopes = [""] + ([f"{next(iter(parents.values())).tag} > "] if len(parents) == 1 else [])
     for cls in sorted(telling):

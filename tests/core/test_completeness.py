@@ -39,6 +39,30 @@ def test_a_positional_exclusion_is_rewritten_to_the_telling_class():
     assert by_telling_feature(bp("#plist tbody tr"), plist(sponsored=True)) is None
 
 
+def test_a_header_row_the_selector_never_read_does_not_hide_the_telling_class():
+    """A classed table: a header row (no class) and a sponsored row built like the players but
+    for its class, both before the records. Only the row the position leaves out of the
+    classed selector counts: the rewrite excludes it by its class."""
+    from healerd.core.extract import extract
+    from healerd.core.telling_feature import by_telling_feature
+
+    rows = [("Ada", 31), ("Grace", 27), ("Linus", 24), ("Margaret", 22), ("Ken", 19)]
+
+    def page(sponsored: bool) -> str:
+        body = "".join(f'<tr class="player"><td class="name">{n}</td><td class="score">{s}</td></tr>' for n, s in rows)
+        decoy = ('<tr class="player promoted"><td class="name">Zed <span class="badge">Sponsored</span></td>'
+                 '<td class="score">99</td></tr>') if sponsored else ""
+        return (f'<html><body><table class="stats"><tr><th>Name</th><th>Score</th></tr>{decoy}{body}'
+                f'</table></body></html>')
+
+    league = from_dict({"url": "http://127.0.0.1:9/", "items": "tr.player:nth-child(n+3)",
+                        "fields": {"name": {"css": "td.name"}, "score": {"css": "td.score", "type": "int"}}})
+    rewritten = by_telling_feature(league, page(sponsored=True))
+    assert rewritten is not None and rewritten.items == "tr.player:not(.promoted)"
+    names = [r["name"] for r in extract(page(sponsored=False), rewritten).data]
+    assert names == [n for n, _ in rows]   # the decoy gone again: no player left out
+
+
 def test_the_judge_stages_a_repair_that_excludes_by_position():
     from healerd.core.extract import extract
     from healerd.core.judge import PROMOTE, STAGE, judge
