@@ -10,27 +10,10 @@ import re
 import shlex
 
 from tests.support.paths import ROOT
-from tests.support.reference_doc import section
+from tests.support.reference_doc import pattern, section
 from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2
 
 REFERENCE = (ROOT / "docs" / "REFERENCE.md").read_text()
-
-
-def pattern(doc_line: str, name: str) -> re.Pattern:
-    """A documented output line as a regex (see the module's note)."""
-    out = []
-    for piece in re.split(r"(…|\(\.\.\.\)|\d+(?:\.\d+)?|NAME|http://127\.0\.0\.1:8080)", doc_line):
-        if piece in ("…", "(...)"):
-            out.append(r".+?" if piece == "…" else r"\(.+\)")
-        elif piece == "NAME":
-            out.append(re.escape(name))
-        elif piece == "http://127.0.0.1:8080":
-            out.append(r"http://127\.0\.0\.1:\d+")
-        elif re.fullmatch(r"\d+(?:\.\d+)?", piece or "-"):
-            out.append(r"\d+(?:\.\d+)?")
-        else:
-            out.append(re.escape(piece))
-    return re.compile("^" + "".join(out) + "$")
 
 
 def console_examples(heading: str) -> list[tuple[list[str], list[str]]]:
