@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 import shlex
 
+from tests.support.driftpages import TABLE_BP, table
 from tests.support.paths import ROOT
 from tests.support.reference_doc import pattern, section
-from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 REFERENCE = (ROOT / "docs" / "REFERENCE.md").read_text()
 
@@ -73,3 +74,19 @@ def test_the_documented_outputs_are_what_healerctl_prints(site, daemon_factory, 
     matches([removed], d.ctl("remove", "shop").stdout, "shop")
     [resumed_healing] = prints("### healerctl resume-healing")
     matches([resumed_healing], d.ctl("resume-healing").stdout, "shop")
+
+
+def test_the_drift_example_is_what_healerctl_run_says(site, daemon_factory, tmp_path):
+    """The section's example: a sponsored look-alike row slipped into the table (its rows as shown)."""
+    body = section(REFERENCE, "### Drift that validation passes")
+    [html] = re.findall(r"```html\n(.*?)```", body, re.S)
+    assert all(line in table(promoted=("Zed", 99)) for line in html.splitlines()), html
+    site.page("/stats", table())
+    d = daemon_factory().start()
+    assert d.ctl("add", "scores", "--blueprint", write_blueprint(tmp_path / "scores.json", site.url("/stats"),
+                                                                   TABLE_BP)).returncode == 0
+    site.page("/stats", table(promoted=("Zed", 99)))
+    [(args, out)] = console_examples("### Drift that validation passes")
+    r = d.ctl(*args)
+    assert r.returncode == 1, r.stdout + r.stderr
+    matches(out, r.stdout, "scores")
