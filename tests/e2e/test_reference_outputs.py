@@ -60,9 +60,17 @@ def test_the_documented_outputs_are_what_healerctl_prints(site, daemon_factory, 
     [resumed] = prints("### healerctl resume")
     matches([resumed], d.ctl("resume", "shop").stdout, "shop")
 
-    # rollback: a heal makes version 2; version 1 fails the redesigned page and is refused as shown
+    # heal, as shown: the redesign healed before a scrape noticed, then nothing left to heal
     site.page("/shop", listing_v2())
-    d.ctl("run", "shop")
+    (promoted, promoted_out), (unchanged, unchanged_out) = console_examples("### healerctl heal")
+    r = d.ctl(*[a if a != "scores" else "shop" for a in promoted])
+    assert r.returncode == 0, r.stdout + r.stderr
+    matches([x.replace("scores", "NAME") for x in promoted_out], r.stdout, "shop")
+    r = d.ctl(*[a if a != "scores" else "shop" for a in unchanged])
+    assert r.returncode == 1, r.stdout + r.stderr
+    matches([x.replace("scores", "NAME") for x in unchanged_out], r.stdout, "shop")
+
+    # rollback: the heal made version 2; version 1 fails the redesigned page and is refused as shown
     d.wait_for(lambda: d.ctl_json("status", "shop")["version"] == 2 and d.ctl_json("status", "shop")["state"] == "ACTIVE",
                what="the heal")
     [(args, out)] = console_examples("### healerctl rollback")
