@@ -8,9 +8,11 @@ spaces are one space (a longer path widens a table's column)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 
+from tests.support.daemon import FAST_CONFIG
 from tests.support.paths import ROOT
 from tests.support.reference_doc import pattern
 from tests.support.sitepages import listing_no_score, listing_v1, listing_v2
@@ -98,9 +100,13 @@ class Story:
 def test_the_guides_story_prints_what_the_guide_shows(site, daemon_factory):
     [config, blueprint] = blocks("toml")
     site.page("/stats", listing_v1())
-    d = daemon_factory()
-    # the test's fast settings, then the guide's configuration with its paths made the test's
-    d.config_path.write_text(d.config_path.read_text() + "\n" + config.replace(HOME, str(d.tmp)))
+    # the test's fast settings, but the Doctor's windows at their defaults (the guide's user sets none),
+    # then the guide's configuration with its paths made the test's
+    fast = FAST_CONFIG.replace('attempt_window = "1h"', 'attempt_window = "24h"') \
+        .replace('quarantine_for = "1h"', 'quarantine_for = "24h"')
+    assert fast.count('"24h"') == 2
+    d = daemon_factory(fast + "\n" + config.replace(HOME, "{home}"))
+    d.config_path.write_text(d.config_path.read_text().replace("{home}", str(d.tmp)))
     d.start()
     story = Story(d)
     daemon_lines = story.next("healerd run --config healerd.toml")
@@ -108,6 +114,8 @@ def test_the_guides_story_prints_what_the_guide_shows(site, daemon_factory):
 
     story.ctl("healerctl add scores --blueprint scores.toml")
     d.wait_for(lambda: d.ctl_json("feeds")[0]["delivered"] == 1, what="the first scrape delivered")
+    [line] = (d.tmp / "feeds" / "scores.jsonl").read_text().splitlines()
+    assert list(json.loads(line)) == ["id", "source", "scraped_at", "version", "records", "changes"], line
     story.ctl("healerctl status")
     story.ctl("healerctl records scores")
 
