@@ -9,28 +9,12 @@ from __future__ import annotations
 import re
 import shlex
 
+from tests.support.driftpages import TABLE_BP, table
 from tests.support.paths import ROOT
-from tests.support.reference_doc import section
-from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2
+from tests.support.reference_doc import pattern, section
+from tests.support.sitepages import LISTING_BP, listing_v1, listing_v2, write_blueprint
 
 REFERENCE = (ROOT / "docs" / "REFERENCE.md").read_text()
-
-
-def pattern(doc_line: str, name: str) -> re.Pattern:
-    """A documented output line as a regex (see the module's note)."""
-    out = []
-    for piece in re.split(r"(…|\(\.\.\.\)|\d+(?:\.\d+)?|NAME|http://127\.0\.0\.1:8080)", doc_line):
-        if piece in ("…", "(...)"):
-            out.append(r".+?" if piece == "…" else r"\(.+\)")
-        elif piece == "NAME":
-            out.append(re.escape(name))
-        elif piece == "http://127.0.0.1:8080":
-            out.append(r"http://127\.0\.0\.1:\d+")
-        elif re.fullmatch(r"\d+(?:\.\d+)?", piece or "-"):
-            out.append(r"\d+(?:\.\d+)?")
-        else:
-            out.append(re.escape(piece))
-    return re.compile("^" + "".join(out) + "$")
 
 
 def console_examples(heading: str) -> list[tuple[list[str], list[str]]]:
@@ -76,9 +60,17 @@ def test_the_documented_outputs_are_what_healerctl_prints(site, daemon_factory, 
     [resumed] = prints("### healerctl resume")
     matches([resumed], d.ctl("resume", "shop").stdout, "shop")
 
-    # rollback: a heal makes version 2; version 1 fails the redesigned page and is refused as shown
+    # heal, as shown: the redesign healed before a scrape noticed, then nothing left to heal
     site.page("/shop", listing_v2())
-    d.ctl("run", "shop")
+    (promoted, promoted_out), (unchanged, unchanged_out) = console_examples("### healerctl heal")
+    r = d.ctl(*[a if a != "scores" else "shop" for a in promoted])
+    assert r.returncode == 0, r.stdout + r.stderr
+    matches([x.replace("scores", "NAME") for x in promoted_out], r.stdout, "shop")
+    r = d.ctl(*[a if a != "scores" else "shop" for a in unchanged])
+    assert r.returncode == 1, r.stdout + r.stderr
+    matches([x.replace("scores", "NAME") for x in unchanged_out], r.stdout, "shop")
+
+    # rollback: the heal made version 2; version 1 fails the redesigned page and is refused as shown
     d.wait_for(lambda: d.ctl_json("status", "shop")["version"] == 2 and d.ctl_json("status", "shop")["state"] == "ACTIVE",
                what="the heal")
     [(args, out)] = console_examples("### healerctl rollback")
@@ -90,3 +82,19 @@ def test_the_documented_outputs_are_what_healerctl_prints(site, daemon_factory, 
     matches([removed], d.ctl("remove", "shop").stdout, "shop")
     [resumed_healing] = prints("### healerctl resume-healing")
     matches([resumed_healing], d.ctl("resume-healing").stdout, "shop")
+
+
+def test_the_drift_example_is_what_healerctl_run_says(site, daemon_factory, tmp_path):
+    """The section's example: a sponsored look-alike row slipped into the table (its rows as shown)."""
+    body = section(REFERENCE, "### Drift that validation passes")
+    [html] = re.findall(r"```html\n(.*?)```", body, re.S)
+    assert all(line in table(promoted=("Zed", 99)) for line in html.splitlines()), html
+    site.page("/stats", table())
+    d = daemon_factory().start()
+    assert d.ctl("add", "scores", "--blueprint", write_blueprint(tmp_path / "scores.json", site.url("/stats"),
+                                                                   TABLE_BP)).returncode == 0
+    site.page("/stats", table(promoted=("Zed", 99)))
+    [(args, out)] = console_examples("### Drift that validation passes")
+    r = d.ctl(*args)
+    assert r.returncode == 1, r.stdout + r.stderr
+    matches(out, r.stdout, "scores")

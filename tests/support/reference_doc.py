@@ -1,4 +1,5 @@
-"""Reading docs/REFERENCE.md: a section under its heading, the rows of its tables, a default cell as a TOML value."""
+"""Reading the docs: a section under its heading, the rows of its tables, a default cell as a TOML value,
+a documented output line as a pattern."""
 
 from __future__ import annotations
 
@@ -50,3 +51,21 @@ def cell_value(cell: str) -> object:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text   # a bare duration (1s) or string
+
+
+def pattern(doc_line: str, name: str) -> re.Pattern:
+    """A documented output line as a regex: `…` and `(...)` stand for any text, numbers for any
+    number, NAME for the source's name, http://127.0.0.1:8080 for any local port; the rest is literal."""
+    out = []
+    for piece in re.split(r"(…|\(\.\.\.\)|\d+(?:\.\d+)?|NAME|http://127\.0\.0\.1:8080)", doc_line):
+        if piece in ("…", "(...)"):
+            out.append(r".+?" if piece == "…" else r"\(.+\)")
+        elif piece == "NAME":
+            out.append(re.escape(name))
+        elif piece == "http://127.0.0.1:8080":
+            out.append(r"http://127\.0\.0\.1:\d+")
+        elif re.fullmatch(r"\d+(?:\.\d+)?", piece or "-"):
+            out.append(r"\d+(?:\.\d+)?")
+        else:
+            out.append(re.escape(piece))
+    return re.compile("^" + "".join(out) + "$")
