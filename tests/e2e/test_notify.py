@@ -129,8 +129,10 @@ def test_the_webhook_and_notify_tables_each_keep_their_own_cursor(site, daemon_f
         d.wait_for(lambda: len(hook.received()) == 2 and len(notified.received()) == 2, what="both targets")
         assert [p["title"] for p in notified.received()] == ["healerd DEGRADED: shop-a", "healerd RECOVERED: shop-a"]
         assert [a["event"] for a in hook.received()] == ["DEGRADED", "RECOVERED"]
-        cursors = d.wait_for(lambda: [r for r in db_rows(d, "SELECT target, cursor FROM alert_cursors ORDER BY target")
-                                      if r["cursor"] >= 2], what="both cursors")
+        # Each target writes its cursor after its own delivery: wait until both have.
+        cursors = d.wait_for(lambda: (lambda got: got if len(got) == 2 else None)(
+            [r for r in db_rows(d, "SELECT target, cursor FROM alert_cursors ORDER BY target") if r["cursor"] >= 2]),
+            what="both cursors")
         assert len(cursors) == 2 and cursors[1]["target"] == "webhook" and cursors[0]["target"].startswith("notify:")
         assert d.stop() == 0
         # Without the webhook its cursor goes (one configured again later starts afresh); the other stays.
