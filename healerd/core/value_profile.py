@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -93,9 +94,13 @@ def _script(ch: str) -> str:
         return "UNKNOWN"
 
 
-@lru_cache(maxsize=16384)
-def shape(text: str) -> Shape:
-    """The shape of a raw value (whitespace already collapsed)."""
+_LATIN: frozenset[str] = frozenset(("LATIN",))
+_NONE: frozenset[str] = frozenset()
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def _counted(text: str) -> tuple[int, frozenset[str], bool, bool]:
+    """Letters, their scripts, whether a digit and whether a currency sign: one step per character."""
     letters = 0
     scripts: set[str] = set()
     currency = False
@@ -111,6 +116,21 @@ def shape(text: str) -> Shape:
             digit = True
         elif unicodedata.category(ch) == "Sc":
             currency = True
+    return letters, frozenset(scripts), digit, currency
+
+
+@lru_cache(maxsize=16384)
+def shape(text: str) -> Shape:
+    """The shape of a raw value (whitespace already collapsed)."""
+    if text.isascii():
+        # The common case, counted by C loops instead of one Python step per character: the only
+        # ASCII letters are Latin, the only ASCII digits 0-9, the only ASCII currency sign "$".
+        letters = sum(map(str.isalpha, text))
+        scripts = _LATIN if letters else _NONE
+        digit = _ASCII_DIGIT.search(text) is not None
+        currency = "$" in text
+    else:
+        letters, scripts, digit, currency = _counted(text)
     m = _FIRST_NUMBER.search(text) if digit else None
     number = float(m.group(0).replace(",", "")) if m else None
     tokens = text.split(" ")
@@ -128,7 +148,7 @@ def shape(text: str) -> Shape:
         kind = WORD
     else:
         kind = TEXT
-    return Shape(kind, len(text), letters, digit, frozenset(scripts), number)
+    return Shape(kind, len(text), letters, digit, scripts, number)
 
 
 def new_profile() -> dict:
@@ -148,14 +168,15 @@ def learn(profile: dict | None, values: Iterable[Any]) -> dict:
     lo, hi = p["len"]
     scripts = set(p["scripts"])
     nlo, nhi = p["num"]
-    for t in texts:
+    # Each distinct text shaped once, counted as often as it came (a listing repeats many values).
+    for t, n in Counter(texts).items():
         s = shape(t)
-        kinds[s.kind] = kinds.get(s.kind, 0) + 1
+        kinds[s.kind] = kinds.get(s.kind, 0) + n
         lo = s.length if lo is None else min(lo, s.length)
         hi = s.length if hi is None else max(hi, s.length)
         p["letters"] = max(p["letters"], s.letters)
-        p["digits"] += s.digit
-        p["with_letters"] += s.letters > 0
+        p["digits"] += s.digit * n
+        p["with_letters"] += (s.letters > 0) * n
         scripts |= s.scripts
         if s.number is not None:
             nlo = s.number if nlo is None else min(nlo, s.number)

@@ -147,3 +147,27 @@ def test_the_profile_switch_of_a_blueprint_field():
     assert from_dict(bp.to_dict()).fields["b"].profile is False
     with pytest.raises(BlueprintError, match="fields.b.profile"):
         from_dict({"url": "http://127.0.0.1:9/", "fields": {"b": {"css": "q", "profile": "no"}}})
+
+
+def test_the_ascii_shortcut_counts_as_the_character_walk_does():
+    """Plain ASCII text is counted by C loops; every ASCII character must count as the walk over
+    characters counts it (letters, scripts, digits, the one ASCII currency sign)."""
+    import random
+
+    from healerd.core import value_profile as vp
+
+    rng = random.Random(7)
+    printable = [chr(i) for i in range(32, 127)]
+    texts = ["".join(rng.choice(printable) for _ in range(rng.randint(1, 40))) for _ in range(2000)]
+    texts += [chr(i) for i in range(1, 128)] + ["$12.99", "EUR 4", "N/A", "2026-11-28", "abc"]
+    for text in texts:
+        s = vp.shape.__wrapped__(text)
+        assert (s.letters, s.scripts, s.digit) == vp._counted(text)[:3], text
+        assert ("$" in text) == vp._counted(text)[3], text
+
+
+def test_a_value_that_comes_often_is_learned_as_often_as_it_came():
+    from healerd.core import value_profile as vp
+
+    p = vp.learn(None, ["urgent", "low", "urgent", "urgent", "12", "12"])
+    assert p["kinds"] == {"word": 4, "number": 2} and p["values"] == 6 and p["digits"] == 2 and p["with_letters"] == 4
