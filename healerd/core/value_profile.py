@@ -97,6 +97,7 @@ def _script(ch: str) -> str:
 _LATIN: frozenset[str] = frozenset(("LATIN",))
 _NONE: frozenset[str] = frozenset()
 _ASCII_DIGIT = re.compile(r"[0-9]")
+_ASCII_LETTERS_OUT = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 def _counted(text: str) -> tuple[int, frozenset[str], bool, bool]:
@@ -125,7 +126,7 @@ def shape(text: str) -> Shape:
     if text.isascii():
         # The common case, counted by C loops instead of one Python step per character: the only
         # ASCII letters are Latin, the only ASCII digits 0-9, the only ASCII currency sign "$".
-        letters = sum(map(str.isalpha, text))
+        letters = len(text) - len(text.translate(_ASCII_LETTERS_OUT))
         scripts = _LATIN if letters else _NONE
         digit = _ASCII_DIGIT.search(text) is not None
         currency = "$" in text
