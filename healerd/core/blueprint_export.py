@@ -8,13 +8,10 @@ field called `code` or `key`, the top-level `key`, a selector are shown as they 
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
+from healerd.core.blueprint_toml import toml_lines
 from healerd.core.sanitize import MASK, is_secret_header, mask_text, mask_url, secret_values
-
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def _literal_masked(value: Any, secrets: list[str]) -> Any:
@@ -83,36 +80,11 @@ def exportable(d: dict) -> tuple[dict, list[str]]:
     return out, left_out
 
 
-def _key(k: str) -> str:
-    return k if _BARE_KEY.match(k) else json.dumps(k)
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    return json.dumps(str(v))   # ASCII: \uXXXX escapes, so no control or bidi character reaches a terminal
-
-
 def to_toml(d: dict, left_out: list[str] = (), header: str = "") -> str:   # type: ignore[assignment]
     """A blueprint dict as a TOML file: top-level keys, then one table per field (and headers,
     cookies); a comment naming each key whose secret value was left out."""
     lines: list[str] = [f"# {line}" for line in header.splitlines()] if header else []
     for k in left_out:
         lines.append(f"# {k}: a secret value, left out; put yours back before using this file")
-    tables: list[tuple[str, dict]] = []
-    for k, v in d.items():
-        if k == "fields" and isinstance(v, dict):
-            tables.extend((f"fields.{_key(name)}", spec) for name, spec in v.items())
-        elif isinstance(v, dict):
-            tables.append((_key(k), v))
-        else:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    for name, table in tables:
-        lines.append("")
-        lines.append(f"[{name}]")
-        lines.extend(f"{_key(k)} = {_value(v)}" for k, v in table.items())
-    return "\n".join(lines) + "\n"
+    top, tables = toml_lines(d)
+    return "\n".join(lines + top + tables) + "\n"

@@ -33,27 +33,30 @@ def _value(v: Any) -> str:
     return json.dumps(str(v))   # ASCII: \uXXXX escapes, so no control or bidi character reaches a terminal
 
 
-def to_toml(bp: Blueprint) -> str:
-    """`bp` as a TOML blueprint file, without its headers and cookies (see the module's note)."""
-    d = bp.to_dict()
-    lines: list[str] = []
+def toml_lines(d: dict) -> tuple[list[str], list[str]]:
+    """A blueprint dict as TOML: its top-level `key = value` lines, and then its tables' lines
+    (one table per field, then the other dict values: headers, cookies)."""
+    top: list[str] = []
     tables: list[tuple[str, dict]] = []
     for k, v in d.items():
-        if k in ("headers", "cookies"):
-            continue
-        if k == "fields":
+        if k == "fields" and isinstance(v, dict):
             tables.extend((f"fields.{_key(name)}", spec) for name, spec in v.items())
         elif isinstance(v, dict):
             tables.append((_key(k), v))
         else:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    if bp.headers or bp.cookies:
-        lines.append("# keep the [headers] / [cookies] of your own blueprint file (not shown: they may be secret)")
+            top.append(f"{_key(k)} = {_value(v)}")
+    rest: list[str] = []
     for name, table in tables:
-        lines.append("")
-        lines.append(f"[{name}]")
-        lines.extend(f"{_key(k)} = {_value(v)}" for k, v in table.items())
-    return "\n".join(lines) + "\n"
+        rest += ["", f"[{name}]", *(f"{_key(k)} = {_value(v)}" for k, v in table.items())]
+    return top, rest
+
+
+def to_toml(bp: Blueprint) -> str:
+    """`bp` as a TOML blueprint file, without its headers and cookies (see the module's note)."""
+    top, tables = toml_lines({k: v for k, v in bp.to_dict().items() if k not in ("headers", "cookies")})
+    if bp.headers or bp.cookies:
+        top.append("# keep the [headers] / [cookies] of your own blueprint file (not shown: they may be secret)")
+    return "\n".join(top + tables) + "\n"
 
 
 def with_optional(bp: Blueprint, names: list[str]) -> Blueprint:
